@@ -1,0 +1,104 @@
+# Eurekube — build, test and run. `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+# Built tools and binaries live in a cache outside the work tree, versioned,
+# so a fresh clone on the same machine reuses them.
+CACHE          ?= $(or $(EUREKUBE_CACHE),$(HOME)/.cache/eurekube)
+TOOLS          := $(CACHE)/tools
+CONTROLLER_GEN_VERSION := v0.22.0
+STATICCHECK_VERSION    := v0.8.2
+CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
+STATICCHECK    := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
+IMAGE          ?= eurekube:dev
+GO_TEST_FLAGS  ?= -count=1 -timeout 40m
+FUZZTIME       ?= 10s
+export EUREKUBE_CACHE := $(CACHE)
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: deps
+deps: ## Install what the build needs that a machine may lack (apt, idempotent).
+	tests/tools/deps.sh
+
+.PHONY: build
+build: ## Build bin/manager and bin/registrar (static).
+	mkdir -p bin
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o bin/ ./cmd/...
+
+$(CONTROLLER_GEN):
+	mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	mv $(TOOLS)/controller-gen $@
+
+$(STATICCHECK):
+	mkdir -p $(TOOLS)
+	GOBIN=$(TOOLS) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	mv $(TOOLS)/staticcheck $@
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the CRD from api/.
+	$(CONTROLLER_GEN) object paths=./api/...
+	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=manifests/crd/bases
+
+.PHONY: manifests
+manifests: generate ## Same as generate (kubebuilder's name for the CRD step).
+
+.PHONY: lint
+lint: $(STATICCHECK) ## gofmt, go vet and staticcheck.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: $$out"; exit 1; fi
+	go vet ./...
+	$(STATICCHECK) ./...
+
+.PHONY: envtest
+envtest: ## Build kube-apiserver, etcd and kube-controller-manager from Go modules (cached).
+	tests/tools/envtest/build.sh
+
+.PHONY: eureka-server
+eureka-server: ## Build the Spring Cloud Eureka server used by the tests (Maven, cached).
+	tests/eureka-server/build.sh
+
+.PHONY: test
+test: deps ## Install and build everything needed, then run every test.
+	@start=$$SECONDS; \
+	export KUBEBUILDER_ASSETS=$$(tests/tools/envtest/build.sh); \
+	export EUREKUBE_EUREKA_JAR=$$(tests/eureka-server/build.sh); \
+	$(MAKE) --no-print-directory generate-check lint; \
+	go test $(GO_TEST_FLAGS) ./... ; \
+	$(MAKE) --no-print-directory fuzz; \
+	echo "make test: $$((SECONDS - start))s"
+
+.PHONY: generate-check
+generate-check: generate ## Fail when generated files are out of date.
+	@git diff --exit-code -- api manifests/crd || { echo "generated files are stale: run make generate and commit"; exit 1; }
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each.
+	@for pkg in $$(go list ./...); do \
+	  for f in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
+	    go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+.PHONY: bench
+bench: ## Run the benchmarks and write bench/results.txt.
+	mkdir -p bench
+	export KUBEBUILDER_ASSETS=$$(tests/tools/envtest/build.sh); \
+	export EUREKUBE_EUREKA_JAR=$$(tests/eureka-server/build.sh); \
+	go test -run '^$$' -bench . -benchmem -count=1 ./... | tee bench/results.txt
+
+.PHONY: run
+run: ## The local sandbox (issue 6, not built yet).
+	@echo "make run: the local sandbox is not built yet (issue 6)"; exit 1
+
+.PHONY: docker-build
+docker-build: ## Build the image where a Docker engine runs.
+	docker build -t $(IMAGE) .
+
+.PHONY: deploy
+deploy: ## Apply manifests/default to the current kubectl context (needs cert-manager).
+	kubectl apply -k manifests/default

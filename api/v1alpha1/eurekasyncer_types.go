@@ -1,0 +1,298 @@
+package v1alpha1
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// EurekaSyncerSpec says which pods of the namespace are registered in Eureka,
+// and how.
+// +kubebuilder:validation:XValidation:rule="!has(self.securePort) || self.securePort != self.port",message="securePort must differ from port"
+type EurekaSyncerSpec struct {
+	// Selector picks the pods of this namespace to register. It must not be
+	// empty: an empty selector would register every pod of the namespace.
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="selector must not be empty: set matchLabels or matchExpressions (an empty selector would register every pod of the namespace)"
+	Selector metav1.LabelSelector `json:"selector"`
+
+	// AppName is the Eureka application name (Eureka upper-cases it).
+	// Defaults to the syncer's name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`
+	AppName string `json:"appName,omitempty"`
+
+	// VIPAddress is the virtual address Spring Cloud clients discover the
+	// service by. Defaults to the lower-cased application name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9._,-]*[A-Za-z0-9])?$`
+	VIPAddress string `json:"vipAddress,omitempty"`
+
+	// SecureVIPAddress is the virtual address for the secure port. Defaults
+	// to the lower-cased application name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9._,-]*[A-Za-z0-9])?$`
+	SecureVIPAddress string `json:"secureVipAddress,omitempty"`
+
+	// Port is the container port to register, by number (1-65535) or by the
+	// name of a container port of the pod.
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 1 && self <= 65535) : self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self) <= 15",message="port must be a number from 1 to 65535 or a container port name (lower-case letters, digits and '-', at most 15 characters)"
+	Port intstr.IntOrString `json:"port"`
+
+	// SecurePort is an optional TLS port to register beside Port, by number
+	// or name. Spring clients use it only when it is registered enabled.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 1 && self <= 65535) : self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self) <= 15",message="securePort must be a number from 1 to 65535 or a container port name (lower-case letters, digits and '-', at most 15 characters)"
+	SecurePort *intstr.IntOrString `json:"securePort,omitempty"`
+
+	// Eureka says which Eureka servers to register with. Defaults come from
+	// the manager's flags.
+	// +optional
+	Eureka EurekaServers `json:"eureka,omitempty"`
+
+	// Metadata is copied into every instance's Eureka metadata (for example
+	// zone or version). Keys starting with eurekube.io/ are reserved.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z_][A-Za-z0-9_.-]*$') && size(k) <= 128)",message="metadata keys must start with a letter or '_' and hold only letters, digits, '_', '.' and '-' (at most 128 characters); eurekube.io/ keys are reserved"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 1024)",message="metadata values must be at most 1024 characters"
+	Metadata map[string]string `json:"metadata,omitempty"`
+
+	// HealthCheck decides UP and DOWN. Defaults to the app container's
+	// readinessProbe (httpGet or tcpSocket), else a TCP check of Port.
+	// +optional
+	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`
+
+	// Lease is the heartbeat contract with Eureka.
+	// +optional
+	// +kubebuilder:default={}
+	Lease Lease `json:"lease,omitempty"`
+
+	// Drain is how the app leaves traffic when its pod terminates.
+	// +optional
+	Drain Drain `json:"drain,omitempty"`
+
+	// Sidecar overrides the manager's defaults for the registrar container.
+	// +optional
+	Sidecar Sidecar `json:"sidecar,omitempty"`
+}
+
+// EurekaServers names the Eureka servers and the credentials to use.
+type EurekaServers struct {
+	// ServiceURLs are the Eureka servers' base URLs, such as
+	// http://eureka:8761/eureka. The registrar fails over across them in
+	// order. Defaults to the manager's --eureka-url flags.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="self.all(u, isURL(u) && (url(u).getScheme() == 'http' || url(u).getScheme() == 'https') && url(u).getHostname() != '')",message="every serviceURL must be an absolute http:// or https:// URL with a host, such as http://eureka:8761/eureka"
+	ServiceURLs []string `json:"serviceURLs,omitempty"`
+
+	// CredentialsSecretRef names a Secret of this namespace with the keys
+	// username and password for HTTP basic auth. The registrar receives them
+	// only through secretKeyRef environment variables.
+	// +optional
+	CredentialsSecretRef *corev1.LocalObjectReference `json:"credentialsSecretRef,omitempty"`
+}
+
+// HealthCheckType is how the registrar probes the app.
+// +kubebuilder:validation:Enum=HTTP;TCP
+type HealthCheckType string
+
+// Health check types.
+const (
+	HealthCheckHTTP HealthCheckType = "HTTP"
+	HealthCheckTCP  HealthCheckType = "TCP"
+)
+
+// HealthCheck is the probe the registrar runs against the app to decide
+// whether the instance is UP or DOWN in Eureka.
+// +kubebuilder:validation:XValidation:rule="self.type == 'HTTP' ? has(self.path) : !has(self.path)",message="path is required for an HTTP health check and not allowed for a TCP one"
+type HealthCheck struct {
+	// Type is HTTP (a GET that must answer 2xx or 3xx) or TCP (a connect).
+	Type HealthCheckType `json:"type"`
+
+	// Path of the HTTP GET, such as /actuator/health.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/`
+	Path string `json:"path,omitempty"`
+
+	// Port to probe, by number or container port name. Defaults to the
+	// registered port.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 1 && self <= 65535) : self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self) <= 15",message="healthCheck.port must be a number from 1 to 65535 or a container port name"
+	Port *intstr.IntOrString `json:"port,omitempty"`
+
+	// Scheme of the HTTP GET.
+	// +optional
+	// +kubebuilder:validation:Enum=HTTP;HTTPS
+	// +kubebuilder:default=HTTP
+	Scheme string `json:"scheme,omitempty"`
+
+	// PeriodSeconds between two probes.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=300
+	// +kubebuilder:default=5
+	PeriodSeconds int32 `json:"periodSeconds,omitempty"`
+
+	// TimeoutSeconds of one probe.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=60
+	// +kubebuilder:default=1
+	TimeoutSeconds int32 `json:"timeoutSeconds,omitempty"`
+
+	// FailureThreshold is how many consecutive failures mark the instance
+	// DOWN.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=3
+	FailureThreshold int32 `json:"failureThreshold,omitempty"`
+
+	// SuccessThreshold is how many consecutive successes mark it UP again.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +kubebuilder:default=1
+	SuccessThreshold int32 `json:"successThreshold,omitempty"`
+}
+
+// Lease is how often the registrar renews and how long Eureka keeps an
+// instance without renewal.
+// +kubebuilder:validation:XValidation:rule="self.durationSeconds > self.renewalIntervalSeconds",message="lease.durationSeconds must be greater than lease.renewalIntervalSeconds, or the lease would expire between two heartbeats"
+type Lease struct {
+	// RenewalIntervalSeconds between two heartbeats.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=300
+	// +kubebuilder:default=30
+	RenewalIntervalSeconds int32 `json:"renewalIntervalSeconds,omitempty"`
+
+	// DurationSeconds Eureka keeps an instance without a heartbeat.
+	// +optional
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=3600
+	// +kubebuilder:default=90
+	DurationSeconds int32 `json:"durationSeconds,omitempty"`
+}
+
+// Drain is how long the app keeps serving after its instance is cancelled,
+// so that every client cache forgets it before the app stops.
+type Drain struct {
+	// PreStopSleepSeconds is the preStop sleep injected into the app
+	// container; the pod's grace period grows by the same amount. 0 disables
+	// the preStop. Defaults to the manager's --default-drain (100 s: server
+	// cache 30 s + client fetch 30 s + LoadBalancer cache 35 s + margin).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	PreStopSleepSeconds *int32 `json:"preStopSleepSeconds,omitempty"`
+}
+
+// Sidecar overrides the registrar container's defaults.
+type Sidecar struct {
+	// Image of the registrar. Defaults to the manager's --registrar-image.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// Resources of the registrar. Defaults to small requests and limits.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+}
+
+// EurekaSyncerStatus is what the reconciler measured.
+type EurekaSyncerStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// AppName is the effective Eureka application name.
+	// +optional
+	AppName string `json:"appName,omitempty"`
+
+	// SelectedPods is how many pods the selector matches.
+	// +optional
+	SelectedPods int32 `json:"selectedPods"`
+
+	// InjectedPods is how many selected pods run the registrar.
+	// +optional
+	InjectedPods int32 `json:"injectedPods"`
+
+	// ReadyPods is how many selected pods are ready.
+	// +optional
+	ReadyPods int32 `json:"readyPods"`
+
+	// RegisteredInstances is how many of this cluster's instances of this
+	// syncer Eureka lists, whatever their status.
+	// +optional
+	RegisteredInstances int32 `json:"registeredInstances"`
+
+	// UpInstances is how many of those are UP.
+	// +optional
+	UpInstances int32 `json:"upInstances"`
+
+	// OrphansRemoved counts the instances removed from Eureka because their
+	// pod no longer exists.
+	// +optional
+	OrphansRemoved int64 `json:"orphansRemoved,omitempty"`
+
+	// LastSyncTime is when Eureka was last read successfully.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+
+	// Conditions: Ready, EurekaReachable and PodsInjected.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EurekaSyncer registers the selected pods of its namespace in Eureka.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=esync,categories=eurekube
+// +kubebuilder:printcolumn:name="App",type=string,JSONPath=`.status.appName`
+// +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=`.status.selectedPods`
+// +kubebuilder:printcolumn:name="Injected",type=integer,JSONPath=`.status.injectedPods`
+// +kubebuilder:printcolumn:name="Registered",type=integer,JSONPath=`.status.registeredInstances`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EurekaSyncer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is what the user asks for.
+	Spec EurekaSyncerSpec `json:"spec"`
+	// Status is what the reconciler measured.
+	// +optional
+	Status EurekaSyncerStatus `json:"status,omitempty"`
+}
+
+// EurekaSyncerList is a list of EurekaSyncers.
+// +kubebuilder:object:root=true
+type EurekaSyncerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the syncers.
+	Items []EurekaSyncer `json:"items"`
+}
+
+// EffectiveAppName is the Eureka application name: spec.appName, else the
+// syncer's name, upper-cased as Eureka stores it.
+func (s *EurekaSyncer) EffectiveAppName() string {
+	if s.Spec.AppName != "" {
+		return strings.ToUpper(s.Spec.AppName)
+	}
+	return strings.ToUpper(s.Name)
+}

@@ -1,0 +1,81 @@
+package eureka
+
+import (
+	"errors"
+	"time"
+)
+
+// Status is the status of an instance as Eureka knows it.
+type Status string
+
+// Instance statuses understood by Eureka and its Spring Cloud clients.
+const (
+	StatusUp           Status = "UP"
+	StatusDown         Status = "DOWN"
+	StatusStarting     Status = "STARTING"
+	StatusOutOfService Status = "OUT_OF_SERVICE"
+	StatusUnknown      Status = "UNKNOWN"
+)
+
+// Metadata keys with which Eurekube marks the instances it owns. The
+// reconciler only ever deletes instances that carry MetaManagedBy with the
+// value ManagedByValue and its own cluster id in MetaCluster.
+const (
+	MetaManagedBy  = "eurekube.io/managed-by"
+	ManagedByValue = "eurekube"
+	MetaCluster    = "eurekube.io/cluster"
+	MetaNamespace  = "eurekube.io/namespace"
+	MetaPod        = "eurekube.io/pod"
+	MetaPodUID     = "eurekube.io/pod-uid"
+	MetaSyncer     = "eurekube.io/syncer"
+)
+
+// Instance is one registration in Eureka, in the shape the project owns.
+// Register always sends every field; fields the server adds are filled on
+// read.
+type Instance struct {
+	App              string // upper-cased by Eureka
+	InstanceID       string
+	HostName         string
+	IPAddr           string
+	VIPAddress       string
+	SecureVIPAddress string
+	Status           Status
+
+	Port              int
+	PortEnabled       bool
+	SecurePort        int
+	SecurePortEnabled bool
+
+	HomePageURL    string
+	StatusPageURL  string
+	HealthCheckURL string
+
+	// RenewalInterval and Duration are the lease the client promises and
+	// the server grants; zero means Eureka's defaults (30 s and 90 s).
+	RenewalInterval time.Duration
+	Duration        time.Duration
+
+	Metadata map[string]string
+
+	// Read-only, set by the server.
+	LastUpdated        time.Time
+	LastDirtyTimestamp time.Time
+}
+
+// Errors returned by the client, matched with errors.Is through any
+// wrapping.
+var (
+	// ErrNotFound: the server does not know the app or instance. On a
+	// heartbeat it means "register again".
+	ErrNotFound = errors.New("eureka: not found")
+	// ErrUnavailable: no server URL answered (network error, timeout or
+	// 5xx on every URL).
+	ErrUnavailable = errors.New("eureka: unavailable")
+	// ErrRejected: a server refused the request as malformed (4xx other
+	// than 404).
+	ErrRejected = errors.New("eureka: request rejected")
+	// ErrInvalid: the caller's input is wrong (empty app, bad URL, ...);
+	// nothing was sent.
+	ErrInvalid = errors.New("eureka: invalid input")
+)

@@ -1,0 +1,50 @@
+package sidecar
+
+// Environment variables of the registrar container. The webhook writes them
+// (webhook/mutate.go) and cmd/registrar reads them; this list is the whole
+// contract between the two. Durations are Go durations ("30s"); lists are
+// comma-separated.
+const (
+	// From the downward API: the pod knows itself, the webhook never guesses.
+	EnvPodName      = "EUREKUBE_POD_NAME"      // fieldRef metadata.name
+	EnvPodNamespace = "EUREKUBE_POD_NAMESPACE" // fieldRef metadata.namespace
+	EnvPodUID       = "EUREKUBE_POD_UID"       // fieldRef metadata.uid
+	EnvPodIP        = "EUREKUBE_POD_IP"        // fieldRef status.podIP
+	EnvNodeName     = "EUREKUBE_NODE_NAME"     // fieldRef spec.nodeName
+
+	// Resolved by the webhook from the syncer, the pod annotations and the
+	// manager's defaults.
+	EnvAppName          = "EUREKUBE_APP_NAME"
+	EnvVIPAddress       = "EUREKUBE_VIP_ADDRESS"
+	EnvSecureVIPAddress = "EUREKUBE_SECURE_VIP_ADDRESS"
+	EnvPort             = "EUREKUBE_PORT"        // number, 1-65535
+	EnvSecurePort       = "EUREKUBE_SECURE_PORT" // number, optional
+	EnvEurekaURLs       = "EUREKUBE_EUREKA_URLS"
+	EnvEurekaUsername   = "EUREKUBE_EUREKA_USERNAME" // secretKeyRef only
+	EnvEurekaPassword   = "EUREKUBE_EUREKA_PASSWORD" // secretKeyRef only
+	EnvMetadata         = "EUREKUBE_METADATA"        // JSON object of strings
+	EnvClusterID        = "EUREKUBE_CLUSTER_ID"
+	EnvSyncer           = "EUREKUBE_SYNCER"
+
+	EnvHealthType             = "EUREKUBE_HEALTH_TYPE"   // "http" or "tcp"
+	EnvHealthScheme           = "EUREKUBE_HEALTH_SCHEME" // "HTTP" or "HTTPS"
+	EnvHealthPath             = "EUREKUBE_HEALTH_PATH"
+	EnvHealthPort             = "EUREKUBE_HEALTH_PORT"
+	EnvHealthPeriod           = "EUREKUBE_HEALTH_PERIOD"
+	EnvHealthTimeout          = "EUREKUBE_HEALTH_TIMEOUT"
+	EnvHealthFailureThreshold = "EUREKUBE_HEALTH_FAILURE_THRESHOLD"
+	EnvHealthSuccessThreshold = "EUREKUBE_HEALTH_SUCCESS_THRESHOLD"
+
+	EnvLeaseRenewalInterval = "EUREKUBE_LEASE_RENEWAL_INTERVAL"
+	EnvLeaseDuration        = "EUREKUBE_LEASE_DURATION"
+
+	// The registrar's own /healthz and /metrics, e.g. ":9901".
+	EnvListenAddr = "EUREKUBE_LISTEN_ADDR"
+	// How long the cancel on SIGTERM may take before the registrar exits.
+	EnvShutdownTimeout = "EUREKUBE_SHUTDOWN_TIMEOUT"
+	// Log level: debug, info, warn, error.
+	EnvLogLevel = "EUREKUBE_LOG_LEVEL"
+)
+
+// DefaultListenPort is the registrar's health and metrics port.
+const DefaultListenPort = 9901

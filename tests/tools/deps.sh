@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs, idempotently, what the build and tests need that a machine may
+# lack: a JDK 17+ and Maven for the Eureka server. Go is assumed present (it
+# builds this script's callers). Does nothing when everything is there.
+set -euo pipefail
+
+need=()
+command -v java >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || need+=(maven)
+command -v git >/dev/null 2>&1 || need+=(git)
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "missing ${need[*]}: install them (apt-get install ${need[*]}) or run as root" >&2
+  exit 1
+fi
+echo "installing ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >&2
