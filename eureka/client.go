@@ -1,18 +1,41 @@
 package eureka
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
 )
 
+// DefaultTimeout bounds one HTTP request to one server.
+const DefaultTimeout = 5 * time.Second
+
+// maxBody caps how much of a response is read; a full registry of a large
+// fleet fits comfortably.
+const maxBody = 64 << 20
+
+// Observer receives one call per HTTP request the client makes, for metrics.
+// err is nil on success (including answers the caller expects, such as 404
+// on a heartbeat, which are reported as ErrNotFound).
+type Observer interface {
+	ObserveRequest(op, url string, d time.Duration, err error)
+}
+
 // Options configure a Client.
 type Options struct {
 	// URLs of the Eureka servers, e.g. http://eureka:8761/eureka. Tried in
-	// order; a URL that fails is skipped for the rest of that request.
+	// order, starting with the last one that answered; a URL that fails is
+	// skipped for the rest of that request.
 	URLs []string
 	// Username and Password enable HTTP basic auth when Username is set.
 	Username string
@@ -21,41 +44,318 @@ type Options struct {
 	Timeout time.Duration
 	// TLSConfig for https URLs; nil means the system defaults.
 	TLSConfig *tls.Config
-	// Logger receives the layer's (and fargo's) log lines; nil means logrus'
-	// standard logger.
+	// Logger receives the layer's log lines; nil means logrus' standard
+	// logger.
 	Logger logrus.FieldLogger
+	// Observer, when set, sees every request.
+	Observer Observer
 }
 
 // Client talks to one Eureka cluster. It is safe for concurrent use.
-type Client struct{}
+type Client struct {
+	urls     []string
+	username string
+	password string
+	timeout  time.Duration
+	http     *http.Client
+	log      logrus.FieldLogger
+	observer Observer
+	// preferred is the index of the URL that answered last, so that steady
+	// state talks to one server and failover sticks.
+	preferred atomic.Int32
+}
 
 // New validates opts and returns a Client. It never exits or panics on bad
 // input; it returns an error wrapping ErrInvalid.
-func New(opts Options) (*Client, error) { return nil, errors.New("TODO") }
+func New(opts Options) (*Client, error) {
+	if len(opts.URLs) == 0 {
+		return nil, fmt.Errorf("%w: no Eureka server URL", ErrInvalid)
+	}
+	urls := make([]string, 0, len(opts.URLs))
+	for _, raw := range opts.URLs {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("%w: Eureka server URL %q: want an absolute http:// or https:// URL such as http://eureka:8761/eureka", ErrInvalid, raw)
+		}
+		urls = append(urls, strings.TrimSuffix(u.String(), "/"))
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Logger == nil {
+		opts.Logger = logrus.StandardLogger()
+	}
+	transport := &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:       opts.TLSConfig,
+		TLSHandshakeTimeout:   opts.Timeout,
+		ResponseHeaderTimeout: opts.Timeout,
+		MaxIdleConnsPerHost:   4,
+		IdleConnTimeout:       90 * time.Second,
+	}
+	return &Client{
+		urls:     urls,
+		username: opts.Username,
+		password: opts.Password,
+		timeout:  opts.Timeout,
+		http:     &http.Client{Transport: transport},
+		log:      opts.Logger,
+		observer: opts.Observer,
+	}, nil
+}
+
+// URLs returns the server URLs in configured order.
+func (c *Client) URLs() []string { return append([]string(nil), c.urls...) }
 
 // Register sends inst with a POST (always, even when the server already has
 // the instance), so changed data and every metadata key reach the server.
-func (c *Client) Register(ctx context.Context, inst Instance) error { return errors.New("TODO") }
+func (c *Client) Register(ctx context.Context, inst Instance) error {
+	if err := validate(inst); err != nil {
+		return err
+	}
+	body, err := encodeRegistration(inst)
+	if err != nil {
+		return fmt.Errorf("register %s: encode: %w", inst.InstanceID, err)
+	}
+	_, err = c.do(ctx, "register", http.MethodPost, "/apps/"+pathApp(inst.App), body)
+	if err != nil {
+		return fmt.Errorf("register %s/%s: %w", inst.App, inst.InstanceID, err)
+	}
+	return nil
+}
 
 // Heartbeat renews the lease of app/id. ErrNotFound means "register again".
-func (c *Client) Heartbeat(ctx context.Context, app, id string) error { return errors.New("TODO") }
+func (c *Client) Heartbeat(ctx context.Context, app, id string) error {
+	if err := validateRef(app, id); err != nil {
+		return err
+	}
+	if _, err := c.do(ctx, "heartbeat", http.MethodPut, "/apps/"+pathApp(app)+"/"+url.PathEscape(id), nil); err != nil {
+		return fmt.Errorf("heartbeat %s/%s: %w", app, id, err)
+	}
+	return nil
+}
 
 // Cancel removes app/id from the registry. ErrNotFound when unknown.
-func (c *Client) Cancel(ctx context.Context, app, id string) error { return errors.New("TODO") }
+func (c *Client) Cancel(ctx context.Context, app, id string) error {
+	if err := validateRef(app, id); err != nil {
+		return err
+	}
+	if _, err := c.do(ctx, "cancel", http.MethodDelete, "/apps/"+pathApp(app)+"/"+url.PathEscape(id), nil); err != nil {
+		return fmt.Errorf("cancel %s/%s: %w", app, id, err)
+	}
+	return nil
+}
 
-// Instance reads one instance straight from the registry.
+// Instance reads one instance straight from the registry (not from the
+// server's response cache).
 func (c *Client) Instance(ctx context.Context, app, id string) (Instance, error) {
-	return Instance{}, errors.New("TODO")
+	if err := validateRef(app, id); err != nil {
+		return Instance{}, err
+	}
+	body, err := c.do(ctx, "instance", http.MethodGet, "/apps/"+pathApp(app)+"/"+url.PathEscape(id), nil)
+	if err != nil {
+		return Instance{}, fmt.Errorf("read %s/%s: %w", app, id, err)
+	}
+	inst, err := decodeInstance(body)
+	if err != nil {
+		return Instance{}, fmt.Errorf("read %s/%s: %w", app, id, err)
+	}
+	return inst, nil
 }
 
 // Instances lists the instances of app. An unknown app is an empty list,
 // not an error.
 func (c *Client) Instances(ctx context.Context, app string) ([]Instance, error) {
-	return nil, errors.New("TODO")
+	if strings.TrimSpace(app) == "" {
+		return nil, fmt.Errorf("%w: empty app name", ErrInvalid)
+	}
+	body, err := c.do(ctx, "instances", http.MethodGet, "/apps/"+pathApp(app), nil)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", app, err)
+	}
+	insts, err := decodeApp(body)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", app, err)
+	}
+	return insts, nil
 }
 
 // InstancesWithMetadata lists the instances of app whose metadata has every
 // key of match with the same value.
 func (c *Client) InstancesWithMetadata(ctx context.Context, app string, match map[string]string) ([]Instance, error) {
-	return nil, errors.New("TODO")
+	all, err := c.Instances(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, inst := range all {
+		if hasMetadata(inst, match) {
+			out = append(out, inst)
+		}
+	}
+	return out, nil
+}
+
+func hasMetadata(inst Instance, match map[string]string) bool {
+	for k, v := range match {
+		if got, ok := inst.Metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// do sends one request, failing over across the URLs: a network error, a
+// timeout or a 5xx moves on to the next URL; any other answer is final.
+func (c *Client) do(ctx context.Context, op, method, path string, body []byte) ([]byte, error) {
+	start := int(c.preferred.Load())
+	var errs []error
+	for i := range c.urls {
+		idx := (start + i) % len(c.urls)
+		base := c.urls[idx]
+		respBody, err := c.once(ctx, op, method, base+path, body)
+		if err == nil || !errors.Is(err, ErrUnavailable) {
+			c.preferred.Store(int32(idx))
+			return respBody, err
+		}
+		errs = append(errs, err)
+		c.log.WithError(err).WithField("url", base).Debug("eureka server unavailable, trying the next one")
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// once sends one request to one URL and maps the answer to an error.
+func (c *Client) once(ctx context.Context, op, method, target string, body []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	began := time.Now()
+	respBody, err := c.send(ctx, method, target, body)
+	if c.observer != nil {
+		c.observer.ObserveRequest(op, target, time.Since(began), err)
+	}
+	return respBody, err
+}
+
+func (c *Client) send(ctx context.Context, method, target string, body []byte) ([]byte, error) {
+	var reader io.Reader
+	if body != nil {
+		reader = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, reader)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s %s: %v", ErrInvalid, method, target, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.username != "" {
+		req.SetBasicAuth(c.username, c.password)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, &RequestError{Method: method, URL: target, Err: err, kind: ErrUnavailable}
+	}
+	defer resp.Body.Close()
+	respBody, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, &RequestError{Method: method, URL: target, Err: err, kind: ErrUnavailable}
+	}
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return respBody, nil
+	case resp.StatusCode == http.StatusNotFound:
+		return nil, &RequestError{Method: method, URL: target, StatusCode: resp.StatusCode, kind: ErrNotFound}
+	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
+		return nil, &RequestError{Method: method, URL: target, StatusCode: resp.StatusCode, Body: snippet(respBody), kind: ErrUnavailable}
+	default:
+		return nil, &RequestError{Method: method, URL: target, StatusCode: resp.StatusCode, Body: snippet(respBody), kind: ErrRejected}
+	}
+}
+
+// RequestError is one failed request to one server. errors.Is matches it
+// against ErrNotFound, ErrUnavailable or ErrRejected; StatusCode is 0 when
+// no answer came.
+type RequestError struct {
+	Method     string
+	URL        string
+	StatusCode int
+	Body       string
+	Err        error
+	kind       error
+}
+
+func (e *RequestError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s: ", e.Method, e.URL)
+	if e.StatusCode != 0 {
+		fmt.Fprintf(&b, "HTTP %d", e.StatusCode)
+		if e.Body != "" {
+			fmt.Fprintf(&b, " (%s)", e.Body)
+		}
+	} else {
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Is reports whether target is the kind of this error.
+func (e *RequestError) Is(target error) bool { return target == e.kind }
+
+// Unwrap returns the transport error, if any.
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// StatusCode returns the HTTP status of the first RequestError in err's
+// chain, or 0. Unlike fargo's, it sees through wrapping.
+func StatusCode(err error) int {
+	var re *RequestError
+	if errors.As(err, &re) {
+		return re.StatusCode
+	}
+	return 0
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+func pathApp(app string) string { return url.PathEscape(strings.ToUpper(app)) }
+
+func validateRef(app, id string) error {
+	if strings.TrimSpace(app) == "" {
+		return fmt.Errorf("%w: empty app name", ErrInvalid)
+	}
+	if strings.TrimSpace(id) == "" {
+		return fmt.Errorf("%w: empty instance id", ErrInvalid)
+	}
+	return nil
+}
+
+// validate checks what the server would refuse with a 400, so that the
+// caller gets a clear error without a round trip.
+func validate(inst Instance) error {
+	if err := validateRef(inst.App, inst.InstanceID); err != nil {
+		return err
+	}
+	if inst.HostName == "" {
+		return fmt.Errorf("%w: instance %s has no hostName", ErrInvalid, inst.InstanceID)
+	}
+	if inst.IPAddr == "" {
+		return fmt.Errorf("%w: instance %s has no ipAddr", ErrInvalid, inst.InstanceID)
+	}
+	if inst.Port < 0 || inst.Port > 65535 || inst.SecurePort < 0 || inst.SecurePort > 65535 {
+		return fmt.Errorf("%w: instance %s ports %d/%d out of range", ErrInvalid, inst.InstanceID, inst.Port, inst.SecurePort)
+	}
+	return nil
 }

@@ -1,0 +1,142 @@
+package eureka
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hudl/fargo"
+	"github.com/op/go-logging"
+)
+
+func init() {
+	// fargo logs at DEBUG by default, request bodies included. The layer
+	// reports what matters itself, so fargo's own modules only speak on
+	// errors.
+	for _, module := range []string{"fargo", "fargo.metadata", "fargo.marshal"} {
+		logging.SetLevel(logging.ERROR, module)
+	}
+}
+
+// toFargo builds a fresh fargo instance from inst for one write, so that no
+// state read back from a server (fargo keeps metadata only in raw form after
+// a read) can drop or alter what is sent.
+func toFargo(inst Instance) *fargo.Instance {
+	fi := &fargo.Instance{
+		InstanceId:        inst.InstanceID,
+		HostName:          inst.HostName,
+		App:               strings.ToUpper(inst.App),
+		IPAddr:            inst.IPAddr,
+		VipAddress:        inst.VIPAddress,
+		SecureVipAddress:  inst.SecureVIPAddress,
+		Status:            fargo.StatusType(inst.Status),
+		Port:              inst.Port,
+		PortEnabled:       inst.PortEnabled,
+		SecurePort:        inst.SecurePort,
+		SecurePortEnabled: inst.SecurePortEnabled,
+		HomePageUrl:       inst.HomePageURL,
+		StatusPageUrl:     inst.StatusPageURL,
+		HealthCheckUrl:    inst.HealthCheckURL,
+		DataCenterInfo:    fargo.DataCenterInfo{Name: fargo.MyOwn},
+		LeaseInfo: fargo.LeaseInfo{
+			RenewalIntervalInSecs: int32(inst.RenewalInterval / time.Second),
+			DurationInSecs:        int32(inst.Duration / time.Second),
+		},
+	}
+	if fi.Status == "" {
+		fi.Status = fargo.STARTING
+	}
+	for k, v := range inst.Metadata {
+		fi.SetMetadataString(k, v)
+	}
+	return fi
+}
+
+// fromFargo converts what a server returned into the layer's Instance.
+func fromFargo(fi *fargo.Instance) (Instance, error) {
+	inst := Instance{
+		App:               fi.App,
+		InstanceID:        fi.InstanceId,
+		HostName:          fi.HostName,
+		IPAddr:            fi.IPAddr,
+		VIPAddress:        fi.VipAddress,
+		SecureVIPAddress:  fi.SecureVipAddress,
+		Status:            Status(fi.Status),
+		Port:              fi.Port,
+		PortEnabled:       fi.PortEnabled,
+		SecurePort:        fi.SecurePort,
+		SecurePortEnabled: fi.SecurePortEnabled,
+		HomePageURL:       fi.HomePageUrl,
+		StatusPageURL:     fi.StatusPageUrl,
+		HealthCheckURL:    fi.HealthCheckUrl,
+		RenewalInterval:   time.Duration(fi.LeaseInfo.RenewalIntervalInSecs) * time.Second,
+		Duration:          time.Duration(fi.LeaseInfo.DurationInSecs) * time.Second,
+	}
+	if ts := fi.LeaseInfo.LastRenewalTimestamp; ts > 0 {
+		inst.LastUpdated = time.UnixMilli(ts)
+	}
+	meta, err := metadataOf(fi)
+	if err != nil {
+		return Instance{}, fmt.Errorf("instance %s metadata: %w", fi.InstanceId, err)
+	}
+	inst.Metadata = meta
+	return inst, nil
+}
+
+// metadataOf reads an instance's metadata through fargo's parser. Keys
+// starting with "@" are the Java server's type hints (an empty map comes
+// back as {"@class": "java.util.Collections$EmptyMap"}), not metadata.
+func metadataOf(fi *fargo.Instance) (map[string]string, error) {
+	app := fargo.Application{Instances: []*fargo.Instance{fi}}
+	if err := app.ParseAllMetadata(); err != nil {
+		return nil, err
+	}
+	meta := map[string]string{}
+	for k, v := range fi.Metadata.GetMap() {
+		if strings.HasPrefix(k, "@") {
+			continue
+		}
+		switch v := v.(type) {
+		case string:
+			meta[k] = v
+		default:
+			meta[k] = fmt.Sprint(v)
+		}
+	}
+	return meta, nil
+}
+
+func encodeRegistration(inst Instance) ([]byte, error) {
+	return json.Marshal(fargo.RegisterInstanceJson{Instance: toFargo(inst)})
+}
+
+func decodeApp(body []byte) ([]Instance, error) {
+	var resp fargo.GetAppResponseJson
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return nil, fmt.Errorf("decode application: %w", err)
+	}
+	return fromFargoAll(resp.Application.Instances)
+}
+
+func decodeInstance(body []byte) (Instance, error) {
+	var resp struct {
+		Instance fargo.Instance `json:"instance"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return Instance{}, fmt.Errorf("decode instance: %w", err)
+	}
+	return fromFargo(&resp.Instance)
+}
+
+func fromFargoAll(fis []*fargo.Instance) ([]Instance, error) {
+	out := make([]Instance, 0, len(fis))
+	for _, fi := range fis {
+		inst, err := fromFargo(fi)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, inst)
+	}
+	return out, nil
+}

@@ -1,0 +1,230 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Eureka server profiles of tests/eureka-server.
+const (
+	// ProfileFast: self-preservation off, eviction every second, no
+	// read-only response cache.
+	ProfileFast = "fast"
+	// ProfileReal: self-preservation on and Eureka's default timings.
+	ProfileReal = "real"
+)
+
+// EurekaOptions configure StartEureka.
+type EurekaOptions struct {
+	// Profile is ProfileFast (default) or ProfileReal.
+	Profile string
+	// Port on 127.0.0.1; 0 picks a free one.
+	Port int
+	// Args are extra Spring Boot arguments, such as
+	// "--eureka.server.eviction-interval-timer-in-ms=500".
+	Args []string
+	// StartTimeout bounds the wait for the server to answer (default 90 s).
+	StartTimeout time.Duration
+}
+
+// Eureka is a running Spring Cloud Netflix Eureka server.
+type Eureka struct {
+	opts    EurekaOptions
+	jar     string
+	logPath string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// StartEureka builds (or finds cached) the server jar, starts it on
+// 127.0.0.1 and waits until it answers GET /eureka/apps.
+func StartEureka(ctx context.Context, opts EurekaOptions) (*Eureka, error) {
+	if opts.Profile == "" {
+		opts.Profile = ProfileFast
+	}
+	if opts.Profile != ProfileFast && opts.Profile != ProfileReal {
+		return nil, fmt.Errorf("eureka server: unknown profile %q: want %q or %q", opts.Profile, ProfileFast, ProfileReal)
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 90 * time.Second
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		return nil, errors.New("eureka server: java not found on PATH: install a JDK 17+ (make deps does it)")
+	}
+	jar, err := buildArtifact("EUREKUBE_EUREKA_JAR", "tests/eureka-server/build.sh")
+	if err != nil {
+		return nil, fmt.Errorf("eureka server: %w", err)
+	}
+	if _, err := os.Stat(jar); err != nil {
+		return nil, fmt.Errorf("eureka server: jar %s: %w", jar, err)
+	}
+	if opts.Port == 0 {
+		if opts.Port, err = FreePort(); err != nil {
+			return nil, fmt.Errorf("eureka server: %w", err)
+		}
+	}
+	logDir, err := os.MkdirTemp("", "eurekube-eureka-")
+	if err != nil {
+		return nil, fmt.Errorf("eureka server: %w", err)
+	}
+	e := &Eureka{opts: opts, jar: jar, logPath: filepath.Join(logDir, "eureka.log")}
+	if err := e.start(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// EurekaT starts a server for a test and stops it when the test ends.
+func EurekaT(t testing.TB, opts EurekaOptions) *Eureka {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	e, err := StartEureka(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Stop() })
+	return e
+}
+
+// URL is the server's service URL, as clients are configured with it.
+func (e *Eureka) URL() string { return "http://" + e.Addr() + "/eureka" }
+
+// Addr is the server's host:port.
+func (e *Eureka) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(e.opts.Port)) }
+
+// LogPath is the file the server writes its output to.
+func (e *Eureka) LogPath() string { return e.logPath }
+
+func (e *Eureka) start(ctx context.Context) error {
+	if l, err := net.Listen("tcp", e.Addr()); err != nil {
+		return fmt.Errorf("eureka server: port %d is taken: %w", e.opts.Port, err)
+	} else {
+		l.Close()
+	}
+	logFile, err := os.OpenFile(e.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("eureka server: %w", err)
+	}
+	args := []string{
+		// Tests start the server often: trade peak speed for start-up time.
+		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xmx256m",
+		"-jar", e.jar,
+		"--server.address=127.0.0.1",
+		"--server.port=" + strconv.Itoa(e.opts.Port),
+		"--spring.profiles.active=" + e.opts.Profile,
+	}
+	args = append(args, e.opts.Args...)
+	cmd := exec.Command("java", args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	// Its own process group, killed with the test binary if that dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("eureka server: start java: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(done)
+	}()
+	e.mu.Lock()
+	e.cmd, e.done = cmd, done
+	e.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(ctx, e.opts.StartTimeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if e.answers(ctx) {
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("eureka server exited during start-up (log %s):\n%s", e.logPath, e.logTail())
+		case <-ctx.Done():
+			e.Kill()
+			return fmt.Errorf("eureka server did not answer on %s within %s (log %s):\n%s", e.URL(), e.opts.StartTimeout, e.logPath, e.logTail())
+		case <-tick.C:
+		}
+	}
+}
+
+func (e *Eureka) answers(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.URL()+"/apps", nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func (e *Eureka) logTail() string {
+	data, _ := os.ReadFile(e.logPath)
+	return tail(string(data), 3000)
+}
+
+// Stop ends the server gracefully (SIGTERM, then SIGKILL after 10 s).
+func (e *Eureka) Stop() error {
+	return e.signal(syscall.SIGTERM, 10*time.Second)
+}
+
+// Kill ends the server at once, as a crash would.
+func (e *Eureka) Kill() {
+	_ = e.signal(syscall.SIGKILL, 10*time.Second)
+}
+
+func (e *Eureka) signal(sig syscall.Signal, wait time.Duration) error {
+	e.mu.Lock()
+	cmd, done := e.cmd, e.done
+	e.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, sig)
+	select {
+	case <-done:
+		return nil
+	case <-time.After(wait):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return fmt.Errorf("eureka server did not stop within %s of %v; killed", wait, sig)
+	}
+}
+
+// Restart stops the server and starts it again on the same port with an
+// empty registry, as a redeployed server comes back.
+func (e *Eureka) Restart(ctx context.Context) error {
+	if err := e.Stop(); err != nil {
+		return err
+	}
+	return e.start(ctx)
+}
