@@ -169,7 +169,7 @@ type HealthCheck struct {
 
 // Lease is how often the registrar renews and how long Eureka keeps an
 // instance without renewal.
-// +kubebuilder:validation:XValidation:rule="self.durationSeconds > self.renewalIntervalSeconds",message="lease.durationSeconds must be greater than lease.renewalIntervalSeconds, or the lease would expire between two heartbeats"
+// +kubebuilder:validation:XValidation:rule="!has(self.durationSeconds) || !has(self.renewalIntervalSeconds) || self.durationSeconds > self.renewalIntervalSeconds",message="lease.durationSeconds must be greater than lease.renewalIntervalSeconds, or the lease would expire between two heartbeats"
 type Lease struct {
 	// RenewalIntervalSeconds between two heartbeats.
 	// +optional

@@ -1,0 +1,337 @@
+package eureka_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/tests/harness"
+)
+
+var server *harness.Eureka
+
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	var err error
+	server, err = harness.StartEureka(ctx, harness.EurekaOptions{Profile: harness.ProfileFast})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = server.Stop()
+	os.Exit(code)
+}
+
+func newClient(t *testing.T, urls ...string) *eureka.Client {
+	t.Helper()
+	if len(urls) == 0 {
+		urls = []string{server.URL()}
+	}
+	c, err := eureka.New(eureka.Options{URLs: urls, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func testInstance(app, pod string) eureka.Instance {
+	return eureka.Instance{
+		App:             app,
+		InstanceID:      pod + ":" + strings.ToLower(app) + ":8080",
+		HostName:        "10.1.2.3",
+		IPAddr:          "10.1.2.3",
+		VIPAddress:      strings.ToLower(app),
+		Status:          eureka.StatusUp,
+		Port:            8080,
+		PortEnabled:     true,
+		HomePageURL:     "http://10.1.2.3:8080/",
+		StatusPageURL:   "http://10.1.2.3:8080/actuator/info",
+		HealthCheckURL:  "http://10.1.2.3:8080/actuator/health",
+		RenewalInterval: 30 * time.Second,
+		Duration:        90 * time.Second,
+		Metadata: map[string]string{
+			"zone":               "zone-a",
+			"version":            "1.2.3",
+			"management.port":    "8081",
+			eureka.MetaManagedBy: eureka.ManagedByValue,
+			eureka.MetaCluster:   "cluster-1",
+			eureka.MetaPodUID:    "uid-" + pod,
+			eureka.MetaNamespace: "shop",
+			eureka.MetaSyncer:    "orders",
+			eureka.MetaPod:       pod,
+		},
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func TestRegister_KeepsEveryMetadataKeyAcrossReregistrations(t *testing.T) {
+	c := newClient(t)
+	inst := testInstance("meta-app", "pod-a")
+	for i := 0; i < 3; i++ {
+		inst.Metadata["round"] = fmt.Sprint(i)
+		if err := c.Register(ctx(t), inst); err != nil {
+			t.Fatalf("registration %d: %v", i, err)
+		}
+		got, err := c.Instance(ctx(t), inst.App, inst.InstanceID)
+		if err != nil {
+			t.Fatalf("read after registration %d: %v", i, err)
+		}
+		for k, v := range inst.Metadata {
+			if got.Metadata[k] != v {
+				t.Errorf("registration %d: metadata %q = %q, want %q (all: %v)", i, k, got.Metadata[k], v, got.Metadata)
+			}
+		}
+	}
+}
+
+func TestRegister_ChangedStatusReachesTheServer(t *testing.T) {
+	c := newClient(t)
+	inst := testInstance("status-app", "pod-s")
+	inst.Status = eureka.StatusStarting
+	if err := c.Register(ctx(t), inst); err != nil {
+		t.Fatal(err)
+	}
+	inst.Status = eureka.StatusUp
+	if err := c.Register(ctx(t), inst); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Instance(ctx(t), inst.App, inst.InstanceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != eureka.StatusUp {
+		t.Fatalf("status after re-registration = %s, want UP", got.Status)
+	}
+}
+
+func TestHeartbeat_RenewsAKnownInstance(t *testing.T) {
+	c := newClient(t)
+	inst := testInstance("beat-app", "pod-b")
+	if err := c.Register(ctx(t), inst); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Heartbeat(ctx(t), inst.App, inst.InstanceID); err != nil {
+		t.Fatalf("heartbeat: %v", err)
+	}
+}
+
+func TestHeartbeat_UnknownInstanceIsErrNotFoundThroughWrapping(t *testing.T) {
+	c := newClient(t)
+	err := c.Heartbeat(ctx(t), "beat-app", "no-such-instance")
+	wrapped := fmt.Errorf("registrar loop: %w", err)
+	if !errors.Is(wrapped, eureka.ErrNotFound) {
+		t.Fatalf("heartbeat of an unknown instance: %v, want ErrNotFound", err)
+	}
+	if eureka.StatusCode(wrapped) != http.StatusNotFound {
+		t.Fatalf("status code through wrapping = %d, want 404", eureka.StatusCode(wrapped))
+	}
+}
+
+func TestCancel_RemovesTheInstance(t *testing.T) {
+	c := newClient(t)
+	inst := testInstance("cancel-app", "pod-c")
+	if err := c.Register(ctx(t), inst); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cancel(ctx(t), inst.App, inst.InstanceID); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if _, err := c.Instance(ctx(t), inst.App, inst.InstanceID); !errors.Is(err, eureka.ErrNotFound) {
+		t.Fatalf("read after cancel: %v, want ErrNotFound", err)
+	}
+	if err := c.Cancel(ctx(t), inst.App, inst.InstanceID); !errors.Is(err, eureka.ErrNotFound) {
+		t.Fatalf("second cancel: %v, want ErrNotFound", err)
+	}
+}
+
+func TestFailover_FirstURLDeadSecondServes(t *testing.T) {
+	dead := closedPortURL(t)
+	c := newClient(t, dead, server.URL())
+	inst := testInstance("failover-app", "pod-f")
+	if err := c.Register(ctx(t), inst); err != nil {
+		t.Fatalf("register with the first URL dead: %v", err)
+	}
+	if err := c.Heartbeat(ctx(t), inst.App, inst.InstanceID); err != nil {
+		t.Fatalf("heartbeat with the first URL dead: %v", err)
+	}
+	if _, err := c.Instance(ctx(t), inst.App, inst.InstanceID); err != nil {
+		t.Fatalf("read with the first URL dead: %v", err)
+	}
+}
+
+func TestFailover_ServerAnswering500IsSkipped(t *testing.T) {
+	// A fault the real server cannot produce on demand.
+	broken := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "boom", http.StatusInternalServerError)
+	}))
+	defer broken.Close()
+	c := newClient(t, broken.URL+"/eureka", server.URL())
+	inst := testInstance("failover-app", "pod-500")
+	if err := c.Register(ctx(t), inst); err != nil {
+		t.Fatalf("register with the first server failing: %v", err)
+	}
+}
+
+func TestUnavailable_EveryURLDeadIsErrUnavailableNamingTheURLs(t *testing.T) {
+	dead1, dead2 := closedPortURL(t), closedPortURL(t)
+	c := newClient(t, dead1, dead2)
+	err := c.Heartbeat(ctx(t), "x", "y")
+	if !errors.Is(err, eureka.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	for _, u := range []string{dead1, dead2} {
+		if !strings.Contains(err.Error(), u) {
+			t.Errorf("error %q does not name %s", err, u)
+		}
+	}
+}
+
+func TestInstances_SpringClientReadsWhatItNeeds(t *testing.T) {
+	c := newClient(t)
+	inst := testInstance("spring-app", "pod-sp")
+	if err := c.Register(ctx(t), inst); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequestWithContext(ctx(t), http.MethodGet, server.URL()+"/apps/SPRING-APP", nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Application struct {
+			Name     string
+			Instance []struct {
+				HostName       string
+				IPAddr         string
+				VIPAddress     string `json:"vipAddress"`
+				Status         string
+				Port           map[string]any
+				DataCenterInfo map[string]any
+				Metadata       map[string]string
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Application.Instance) != 1 {
+		t.Fatalf("instances = %d, want 1", len(body.Application.Instance))
+	}
+	got := body.Application.Instance[0]
+	checks := map[string][2]any{
+		"hostName":            {got.HostName, "10.1.2.3"},
+		"ipAddr":              {got.IPAddr, "10.1.2.3"},
+		"vipAddress":          {got.VIPAddress, "spring-app"},
+		"status":              {got.Status, "UP"},
+		"port.$":              {fmt.Sprint(got.Port["$"]), "8080"},
+		"port.@enabled":       {got.Port["@enabled"], "true"},
+		"dataCenterInfo.name": {got.DataCenterInfo["name"], "MyOwn"},
+		"metadata.zone":       {got.Metadata["zone"], "zone-a"},
+	}
+	for field, c := range checks {
+		if c[0] != c[1] {
+			t.Errorf("%s = %v, want %v", field, c[0], c[1])
+		}
+	}
+}
+
+func TestInstancesWithMetadata_ReturnsOnlyMarkedInstances(t *testing.T) {
+	c := newClient(t)
+	mine := testInstance("shared-app", "pod-mine")
+	foreign := testInstance("shared-app", "vm-1")
+	foreign.Metadata = map[string]string{"zone": "dc1"}
+	other := testInstance("shared-app", "pod-other")
+	other.Metadata[eureka.MetaCluster] = "cluster-2"
+	for _, inst := range []eureka.Instance{mine, foreign, other} {
+		if err := c.Register(ctx(t), inst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.InstancesWithMetadata(ctx(t), "shared-app", map[string]string{
+		eureka.MetaManagedBy: eureka.ManagedByValue,
+		eureka.MetaCluster:   "cluster-1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].InstanceID != mine.InstanceID {
+		t.Fatalf("marked instances = %v, want only %s", ids(got), mine.InstanceID)
+	}
+}
+
+func TestInstances_UnknownAppIsEmpty(t *testing.T) {
+	got, err := newClient(t).Instances(ctx(t), "never-registered")
+	if err != nil || len(got) != 0 {
+		t.Fatalf("Instances(unknown) = %v, %v; want empty, nil", got, err)
+	}
+}
+
+func TestBadInput_ReturnsErrInvalidNeverExits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		urls []string
+	}{
+		{"no URL", nil},
+		{"empty URL", []string{""}},
+		{"malformed URL", []string{"http://[::1"}},
+		{"relative URL", []string{"eureka/apps"}},
+		{"unsupported scheme", []string{"ftp://eureka:8761/eureka"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := eureka.New(eureka.Options{URLs: tc.urls}); !errors.Is(err, eureka.ErrInvalid) {
+				t.Fatalf("New(%q) = %v, want ErrInvalid", tc.urls, err)
+			}
+		})
+	}
+	c := newClient(t)
+	bad := testInstance("", "pod-x")
+	calls := map[string]error{
+		"register without app":  c.Register(ctx(t), bad),
+		"heartbeat without app": c.Heartbeat(ctx(t), "", "id"),
+		"heartbeat without id":  c.Heartbeat(ctx(t), "app", ""),
+		"cancel without app":    c.Cancel(ctx(t), " ", "id"),
+		"list without app":      func() error { _, err := c.Instances(ctx(t), ""); return err }(),
+	}
+	for name, err := range calls {
+		if !errors.Is(err, eureka.ErrInvalid) {
+			t.Errorf("%s: %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+func ids(insts []eureka.Instance) []string {
+	var out []string
+	for _, i := range insts {
+		out = append(out, i.InstanceID)
+	}
+	return out
+}
+
+// closedPortURL is a URL on which nothing listens.
+func closedPortURL(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr + "/eureka"
+}
