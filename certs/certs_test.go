@@ -134,4 +134,3 @@ func handshake(t *testing.T, dir string, caPEM []byte, serverName string) error 
 	}
 	return c.Close()
 }
-
