@@ -48,3 +48,25 @@ const (
 
 // DefaultListenPort is the registrar's health and metrics port.
 const DefaultListenPort = 9901
+
+// Tuning knobs with safe defaults; the webhook leaves them unset.
+const (
+	// EnvRequestTimeout bounds one request to one Eureka server (default 5s).
+	EnvRequestTimeout = "EUREKUBE_REQUEST_TIMEOUT"
+	// EnvRetryMax caps the backoff between attempts while Eureka is
+	// unreachable (default 30s).
+	EnvRetryMax = "EUREKUBE_RETRY_MAX"
+)
+
+// EnvNames lists every variable above, for tools that map them to flags.
+func EnvNames() []string {
+	return []string{
+		EnvPodName, EnvPodNamespace, EnvPodUID, EnvPodIP, EnvNodeName,
+		EnvAppName, EnvVIPAddress, EnvSecureVIPAddress, EnvPort, EnvSecurePort,
+		EnvEurekaURLs, EnvEurekaUsername, EnvEurekaPassword, EnvMetadata, EnvClusterID, EnvSyncer,
+		EnvHealthType, EnvHealthScheme, EnvHealthPath, EnvHealthPort, EnvHealthPeriod, EnvHealthTimeout,
+		EnvHealthFailureThreshold, EnvHealthSuccessThreshold,
+		EnvLeaseRenewalInterval, EnvLeaseDuration, EnvListenAddr, EnvShutdownTimeout, EnvLogLevel,
+		EnvRequestTimeout, EnvRetryMax,
+	}
+}

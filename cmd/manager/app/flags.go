@@ -1,0 +1,154 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+)
+
+// Config is everything the manager is configured with. ParseFlags fills it
+// from the command line; tests may build it directly.
+type Config struct {
+	// RegistrarImage is the image of the injected registrar (required).
+	RegistrarImage string
+	// EurekaURLs are the Eureka servers for syncers that name none.
+	EurekaURLs []string
+	// DefaultDrainSeconds is the preStop sleep for syncers that set none.
+	DefaultDrainSeconds int32
+	// ClusterID marks this cluster's instances in Eureka; empty means the
+	// UID of the kube-system namespace.
+	ClusterID string
+	// ExecSleepFallback injects `exec sleep` instead of the sleep lifecycle
+	// action.
+	ExecSleepFallback bool
+	// ExcludedNamespaces are never mutated, whatever their labels; the
+	// manager's own namespace is always added.
+	ExcludedNamespaces []string
+
+	// CertDir holds tls.crt and tls.key of the webhook server.
+	CertDir string
+	// WebhookHost is the address the webhook server listens on ("" = all).
+	WebhookHost string
+	// WebhookPort is the webhook server's port.
+	WebhookPort int
+	// EnableHTTP2 lets the webhook and metrics servers speak HTTP/2, off by
+	// default against HTTP/2 stream-reset attacks (CVE-2023-44487).
+	EnableHTTP2 bool
+	// MetricsBindAddress is where metrics are served; "0" disables them.
+	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS to authenticated and
+	// authorized callers only.
+	MetricsSecure bool
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables them.
+	HealthProbeBindAddress string
+
+	// LeaderElect runs the reconcilers on one replica at a time.
+	LeaderElect bool
+	// Namespace is the manager's own namespace (POD_NAMESPACE): where the
+	// leader election Lease lives, and never mutated.
+	Namespace string
+	// ResyncPeriod is how often every syncer is reconciled even when
+	// nothing in Kubernetes changed, because Eureka cannot be watched.
+	ResyncPeriod time.Duration
+
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+	// LogOutput receives the JSON log lines (default os.Stderr).
+	LogOutput io.Writer
+	// RestConfig reaches the API server; nil means the kubeconfig or the
+	// in-cluster config, as kubectl finds them.
+	RestConfig *rest.Config
+}
+
+// Default values of the flags.
+const (
+	DefaultDrainSeconds = 100
+	DefaultWebhookPort  = 9443
+	DefaultResync       = 30 * time.Second
+	// LeaderElectionID names the leader election Lease.
+	LeaderElectionID = "eurekube-manager"
+)
+
+// ParseFlags reads the manager's command line (without the program name)
+// and the POD_NAMESPACE environment variable. It returns pflag.ErrHelp
+// after printing the usage for --help.
+func ParseFlags(args []string, usage io.Writer) (Config, error) {
+	cfg := Config{Namespace: os.Getenv("POD_NAMESPACE")}
+	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
+	fs.SetOutput(usage)
+
+	fs.StringVar(&cfg.RegistrarImage, "registrar-image", "", "image of the injected registrar container (required)")
+	fs.StringSliceVar(&cfg.EurekaURLs, "eureka-url", nil, "Eureka server URL for syncers that name none, such as http://eureka:8761/eureka (repeatable or comma-separated)")
+	fs.Int32Var(&cfg.DefaultDrainSeconds, "default-drain", DefaultDrainSeconds, "preStop sleep in seconds for syncers that set none: how long an app keeps serving after leaving Eureka (0-3600)")
+	fs.StringVar(&cfg.ClusterID, "cluster-id", "", "id marking this cluster's instances in Eureka (default: the UID of the kube-system namespace)")
+	fs.BoolVar(&cfg.ExecSleepFallback, "exec-sleep-fallback", false, "inject `exec sleep N` as preStop instead of the sleep lifecycle action (for kubelets without it)")
+	fs.StringSliceVar(&cfg.ExcludedNamespaces, "excluded-namespace", []string{"kube-system"}, "namespace never mutated, whatever its labels (repeatable; the manager's own namespace is always excluded)")
+
+	fs.StringVar(&cfg.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with the webhook server's tls.crt and tls.key, reloaded when they change")
+	fs.StringVar(&cfg.WebhookHost, "webhook-host", "", "address the webhook server listens on (default: all)")
+	fs.IntVar(&cfg.WebhookPort, "webhook-port", DefaultWebhookPort, "port of the webhook server")
+	fs.BoolVar(&cfg.EnableHTTP2, "enable-http2", false, "serve the webhook and metrics over HTTP/2 too")
+	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", ":8443", `address of the metrics endpoint ("0" disables it)`)
+	fs.BoolVar(&cfg.MetricsSecure, "metrics-secure", true, "serve metrics over HTTPS to authenticated and authorized callers only")
+	fs.StringVar(&cfg.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" disables them)`)
+
+	fs.BoolVar(&cfg.LeaderElect, "leader-elect", false, "elect one replica to run the reconcilers (Lease "+LeaderElectionID+" in $POD_NAMESPACE)")
+	fs.DurationVar(&cfg.ResyncPeriod, "resync-period", DefaultResync, "how often every syncer is reconciled against Eureka")
+
+	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments %q: the manager takes flags only", fs.Args())
+	}
+	return cfg, cfg.Validate()
+}
+
+// Validate reports every invalid setting at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.RegistrarImage == "" {
+		errs = append(errs, errors.New("--registrar-image is required"))
+	}
+	for _, u := range c.EurekaURLs {
+		if err := validateEurekaURL(u); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if c.DefaultDrainSeconds < 0 || c.DefaultDrainSeconds > 3600 {
+		errs = append(errs, fmt.Errorf("--default-drain %d: want 0 to 3600 seconds", c.DefaultDrainSeconds))
+	}
+	if c.CertDir == "" {
+		errs = append(errs, errors.New("--cert-dir is required"))
+	}
+	if c.WebhookPort < 1 || c.WebhookPort > 65535 {
+		errs = append(errs, fmt.Errorf("--webhook-port %d: want 1 to 65535", c.WebhookPort))
+	}
+	if c.ResyncPeriod <= 0 {
+		errs = append(errs, fmt.Errorf("--resync-period %s: want a positive duration such as 30s", c.ResyncPeriod))
+	}
+	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
+		errs = append(errs, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel))
+	}
+	if c.LeaderElect && c.Namespace == "" {
+		errs = append(errs, errors.New("--leader-elect needs the manager's namespace in POD_NAMESPACE (the downward API sets it in manifests/manager)"))
+	}
+	return errors.Join(errs...)
+}
+
+func validateEurekaURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--eureka-url %q: want an absolute http:// or https:// URL such as http://eureka:8761/eureka", raw)
+	}
+	return nil
+}

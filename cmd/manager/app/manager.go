@@ -1,0 +1,190 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/go-logr/logr"
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/cmd/internal/logging"
+	"github.com/eurekube/eurekube/webhook"
+)
+
+// NewScheme returns the types the manager reads and writes: client-go's
+// and Eurekube's API.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
+	if err := eurekubev1alpha1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("scheme: %w", err)
+	}
+	return s, nil
+}
+
+// Run starts the manager and blocks until ctx ends or a part of it fails.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	out := cfg.LogOutput
+	if out == nil {
+		out = os.Stderr
+	}
+	log, err := logging.New(out, cfg.LogLevel, "manager")
+	if err != nil {
+		return err
+	}
+	logger := logging.Logr(log)
+
+	restCfg := cfg.RestConfig
+	if restCfg == nil {
+		if restCfg, err = ctrl.GetConfig(); err != nil {
+			return fmt.Errorf("API server config (kubeconfig or in-cluster): %w", err)
+		}
+	}
+	scheme, err := NewScheme()
+	if err != nil {
+		return err
+	}
+	clusterID := cfg.ClusterID
+	if clusterID == "" {
+		if clusterID, err = kubeSystemUID(ctx, restCfg, scheme); err != nil {
+			return err
+		}
+	}
+	log = log.WithField("cluster", clusterID)
+
+	mgr, err := ctrl.NewManager(restCfg, managerOptions(cfg, scheme, logger))
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := setupWebhook(ctx, mgr, cfg, clusterID, log); err != nil {
+		return err
+	}
+	if err := setupControllers(mgr, cfg, clusterID, log); err != nil {
+		return err
+	}
+	if err := setupProbes(mgr); err != nil {
+		return err
+	}
+	log.WithFields(logrus.Fields{
+		"webhookPort":  cfg.WebhookPort,
+		"certDir":      cfg.CertDir,
+		"leaderElect":  cfg.LeaderElect,
+		"eurekaURLs":   cfg.EurekaURLs,
+		"defaultDrain": cfg.DefaultDrainSeconds,
+	}).Info("starting manager")
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	return nil
+}
+
+func managerOptions(cfg Config, scheme *runtime.Scheme, logger logr.Logger) ctrl.Options {
+	var tlsOpts []func(*tls.Config)
+	if !cfg.EnableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metrics := metricsserver.Options{
+		BindAddress:   cfg.MetricsBindAddress,
+		SecureServing: cfg.MetricsSecure,
+		TLSOpts:       tlsOpts,
+	}
+	if cfg.MetricsSecure {
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return ctrl.Options{
+		Scheme: scheme,
+		Logger: logger,
+		Cache: cache.Options{
+			// managedFields are most of a pod's bytes and nothing here reads them.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+		Client: client.Options{
+			// Secrets are read one at a time from the API server: caching
+			// them would need list and watch on every Secret of the cluster.
+			Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}},
+		},
+		Metrics:                metrics,
+		HealthProbeBindAddress: cfg.HealthProbeBindAddress,
+		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
+			Host:    cfg.WebhookHost,
+			Port:    cfg.WebhookPort,
+			CertDir: cfg.CertDir,
+			TLSOpts: tlsOpts,
+		}),
+		LeaderElection:                cfg.LeaderElect,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       cfg.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+}
+
+// setupWebhook registers the pod injection handler. The informers it reads
+// are created here, before the manager starts, so that the readiness check
+// waits for them instead of the first admission request.
+func setupWebhook(ctx context.Context, mgr manager.Manager, cfg Config, clusterID string, log *logrus.Entry) error {
+	for _, obj := range []client.Object{&eurekubev1alpha1.EurekaSyncer{}, &corev1.Namespace{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("webhook: informer for %T: %w", obj, err)
+		}
+	}
+	excluded := slices.Clone(cfg.ExcludedNamespaces)
+	if cfg.Namespace != "" && !slices.Contains(excluded, cfg.Namespace) {
+		excluded = append(excluded, cfg.Namespace)
+	}
+	h := webhook.NewHandler(webhook.Options{
+		Reader:             mgr.GetCache(),
+		Decoder:            admission.NewDecoder(mgr.GetScheme()),
+		Defaults:           webhookDefaults(cfg, clusterID),
+		ExcludedNamespaces: excluded,
+		Logger:             log.WithField("part", "webhook"),
+	})
+	mgr.GetWebhookServer().Register(webhook.Path, &admission.Webhook{Handler: h})
+	return nil
+}
+
+// setupControllers registers the reconcilers; they run on the elected
+// leader only.
+func setupControllers(mgr manager.Manager, cfg Config, clusterID string, log *logrus.Entry) error {
+	// The EurekaSyncer reconciler (package controller) is wired here, with
+	// cfg.ResyncPeriod, clusterID, cfg.EurekaURLs and mgr.GetAPIReader()
+	// for the uncached reads that confirm a pod is gone.
+	_, _, _, _ = mgr, cfg, clusterID, log
+	return nil
+}
+
+// setupProbes: /healthz answers while the process runs; /readyz once the
+// webhook server serves TLS and the caches have synced.
+func setupProbes(mgr manager.Manager) error {
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return fmt.Errorf("readiness check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr.GetCache())); err != nil {
+		return fmt.Errorf("readiness check: %w", err)
+	}
+	return nil
+}

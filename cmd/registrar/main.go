@@ -1,0 +1,125 @@
+// Command registrar is Eurekube's sidecar: it registers its pod in Eureka,
+// gates UP/DOWN on the app's health, heartbeats, and cancels the
+// registration on SIGTERM. Configuration comes from the EUREKUBE_*
+// environment the webhook injects (see sidecar/env.go); each variable also
+// has a flag (EUREKUBE_HEALTH_PATH → -health-path) that overrides it.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/sirupsen/logrus"
+
+	"github.com/eurekube/eurekube/cmd/internal/logging"
+	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/sidecar"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.LookupEnv, os.Stderr))
+}
+
+// run returns the process exit code: 0 after a clean shutdown, 2 for bad
+// configuration.
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stderr io.Writer) int {
+	lookup, err := parseFlags(args, lookupEnv, stderr)
+	if err != nil {
+		return 2
+	}
+	cfg, err := sidecar.LoadEnv(lookup)
+	if err != nil {
+		fmt.Fprintf(stderr, "registrar: bad configuration: %v\n", err)
+		return 2
+	}
+	log, err := logging.New(os.Stdout, cfg.LogLevel, "registrar")
+	if err != nil {
+		fmt.Fprintf(stderr, "registrar: bad configuration: %s: %v\n", sidecar.EnvLogLevel, err)
+		return 2
+	}
+	metrics := sidecar.NewMetrics()
+	client, err := eureka.New(eureka.Options{
+		URLs:     cfg.EurekaURLs,
+		Username: cfg.Username,
+		Password: cfg.Password,
+		Timeout:  cfg.RequestTimeout,
+		Logger:   log,
+		Observer: metrics,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "registrar: bad configuration: %s: %v\n", sidecar.EnvEurekaURLs, err)
+		return 2
+	}
+	reg := sidecar.New(cfg, client, log, metrics)
+
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		fmt.Fprintf(stderr, "registrar: %s=%q: cannot listen: %v\n", sidecar.EnvListenAddr, cfg.ListenAddr, err)
+		return 2
+	}
+	srv := &http.Server{Handler: handler(reg, metrics), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.WithError(err).Error("health server stopped")
+		}
+	}()
+
+	log.WithFields(logrus.Fields{"eureka": cfg.EurekaURLs, "listen": ln.Addr().String()}).Info("registrar starting")
+	_ = reg.Run(ctx)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	log.Info("registrar stopped")
+	return 0
+}
+
+// handler serves /healthz (liveness: the process loop is alive, whatever
+// Eureka's state) and /metrics.
+func handler(reg *sidecar.Registrar, metrics *sidecar.Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		status, registered := reg.Status()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "registered": registered})
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	return mux
+}
+
+// parseFlags defines one flag per environment variable of the contract
+// and returns a lookup in which a set flag wins over the environment.
+func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.Writer) (func(string) (string, bool), error) {
+	fs := flag.NewFlagSet("registrar", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	values := map[string]*string{}
+	for _, env := range sidecar.EnvNames() {
+		name := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "EUREKUBE_")), "_", "-")
+		values[env] = fs.String(name, "", "overrides "+env)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return func(env string) (string, bool) {
+		name := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "EUREKUBE_")), "_", "-")
+		if set[name] {
+			return *values[env], true
+		}
+		return lookupEnv(env)
+	}, nil
+}

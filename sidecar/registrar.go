@@ -1,0 +1,244 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/sirupsen/logrus"
+
+	"github.com/eurekube/eurekube/eureka"
+)
+
+// Registry is what the registrar needs of Eureka; *eureka.Client has it.
+type Registry interface {
+	Register(ctx context.Context, inst eureka.Instance) error
+	Heartbeat(ctx context.Context, app, id string) error
+	Cancel(ctx context.Context, app, id string) error
+}
+
+// Registrar keeps one pod registered while its context lives.
+type Registrar struct {
+	cfg      Config
+	registry Registry
+	checker  Checker
+	log      logrus.FieldLogger
+	metrics  *Metrics
+
+	status     atomic.Value // eureka.Status last sent successfully
+	registered atomic.Bool
+}
+
+// New returns a registrar for cfg. metrics may be nil.
+func New(cfg Config, registry Registry, log logrus.FieldLogger, metrics *Metrics) *Registrar {
+	r := &Registrar{
+		cfg:      cfg,
+		registry: registry,
+		checker:  NewChecker(cfg.Health, cfg.PodIP),
+		log:      log.WithFields(logrus.Fields{"app": cfg.AppName, "instance": cfg.InstanceID()}),
+		metrics:  metrics,
+	}
+	r.status.Store(eureka.StatusStarting)
+	return r
+}
+
+// Status is the status Eureka last accepted, and whether the pod is
+// registered at all.
+func (r *Registrar) Status() (eureka.Status, bool) {
+	return r.status.Load().(eureka.Status), r.registered.Load()
+}
+
+// Run registers the pod and keeps it registered until ctx ends, then
+// cancels the registration within cfg.ShutdownTimeout and returns nil. It
+// never returns early because Eureka is unreachable.
+func (r *Registrar) Run(ctx context.Context) error {
+	health := make(chan bool, 1)
+	go r.watchHealth(ctx, health)
+
+	var (
+		want      = eureka.StatusStarting // what Eureka should show
+		dirty     = true                  // want has not been sent yet
+		attempted bool                    // a registration may exist
+		retry     = r.newBackoff()
+		outage    outageLog
+		next      = time.Now() // when to talk to Eureka next
+		timer     = time.NewTimer(0)
+	)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if attempted {
+				r.cancel()
+			}
+			return nil
+		case healthy := <-health:
+			status := eureka.StatusDown
+			if healthy {
+				status = eureka.StatusUp
+			}
+			if status != want {
+				r.log.WithFields(logrus.Fields{"from": want, "to": status}).Info("app health changed")
+				want, dirty = status, true
+				next = time.Now()
+			}
+		case <-timer.C:
+			var err error
+			if dirty {
+				attempted = true
+				err = r.register(ctx, want)
+				if err == nil {
+					dirty = false
+				}
+			} else {
+				err = r.heartbeat(ctx)
+				if errors.Is(err, eureka.ErrNotFound) {
+					// Eureka forgot us (restart, eviction, lease deleted):
+					// register again at once, metadata and all.
+					r.log.Info("eureka does not know the instance; registering again")
+					dirty, err = true, nil
+				}
+			}
+			if ctx.Err() != nil {
+				continue
+			}
+			if err != nil {
+				outage.failed(r.log, err)
+				next = time.Now().Add(retry.NextBackOff())
+			} else {
+				outage.recovered(r.log)
+				retry.Reset()
+				if dirty {
+					next = time.Now()
+				} else {
+					next = time.Now().Add(r.heartbeatInterval())
+				}
+			}
+		}
+		timer.Reset(time.Until(next))
+	}
+}
+
+func (r *Registrar) register(ctx context.Context, status eureka.Status) error {
+	err := r.registry.Register(ctx, r.cfg.Instance(status))
+	r.metrics.observeRegistration(err)
+	if err == nil {
+		r.status.Store(status)
+		r.registered.Store(true)
+		r.metrics.setStatus(status)
+		r.log.WithField("status", status).Info("registered")
+	}
+	return err
+}
+
+func (r *Registrar) heartbeat(ctx context.Context) error {
+	err := r.registry.Heartbeat(ctx, r.cfg.Instance("").App, r.cfg.InstanceID())
+	r.metrics.observeHeartbeat(err)
+	if errors.Is(err, eureka.ErrNotFound) {
+		r.registered.Store(false)
+	}
+	return err
+}
+
+// cancel removes the registration on shutdown, bounded so the pod's other
+// containers are not held up.
+func (r *Registrar) cancel() {
+	ctx, done := context.WithTimeout(context.Background(), r.cfg.ShutdownTimeout)
+	defer done()
+	err := r.registry.Cancel(ctx, r.cfg.Instance("").App, r.cfg.InstanceID())
+	switch {
+	case err == nil:
+		r.log.Info("cancelled the registration")
+	case errors.Is(err, eureka.ErrNotFound):
+		r.log.Info("nothing to cancel: eureka did not know the instance")
+	default:
+		r.log.WithError(err).Warn("could not cancel the registration; the lease will expire or the reconciler will collect it")
+	}
+	r.registered.Store(false)
+}
+
+// heartbeatInterval is the renewal interval shortened by up to 10 % at
+// random, so that a fleet started together does not beat in lockstep and
+// no heartbeat is ever late.
+func (r *Registrar) heartbeatInterval() time.Duration {
+	i := r.cfg.RenewalInterval
+	return i - time.Duration(rand.Int64N(int64(i)/10+1))
+}
+
+func (r *Registrar) newBackoff() *backoff.ExponentialBackOff {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = min(time.Second, r.cfg.RetryMax)
+	b.MaxInterval = r.cfg.RetryMax
+	b.Multiplier = 2
+	b.RandomizationFactor = 0.2
+	return b
+}
+
+// watchHealth probes the app every period and sends each change of the
+// gated verdict (the first verdict included once the gate decides).
+func (r *Registrar) watchHealth(ctx context.Context, out chan<- bool) {
+	gate := NewGate(r.cfg.Health.SuccessThreshold, r.cfg.Health.FailureThreshold)
+	tick := time.NewTicker(r.cfg.Health.Period)
+	defer tick.Stop()
+	last, sent := false, false
+	for {
+		probeCtx, cancel := context.WithTimeout(ctx, r.cfg.Health.Timeout)
+		err := r.checker.Check(probeCtx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		healthy := gate.Observe(err)
+		r.metrics.setAppHealthy(healthy)
+		if err != nil {
+			r.log.WithError(err).Debug("health check failed")
+		}
+		// Failures before the first success leave the instance STARTING;
+		// only a change after that is news.
+		if healthy != last || (!sent && healthy) {
+			last, sent = healthy, true
+			select {
+			case out <- healthy:
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// outageLog keeps the log bounded while Eureka is unreachable: the first
+// failure, then one line per minute, then one line on recovery.
+type outageLog struct {
+	failures int
+	since    time.Time
+	lastLog  time.Time
+}
+
+func (o *outageLog) failed(log logrus.FieldLogger, err error) {
+	now := time.Now()
+	o.failures++
+	if o.failures == 1 {
+		o.since, o.lastLog = now, now
+		log.WithError(err).Warn("eureka unreachable; retrying with backoff")
+		return
+	}
+	if now.Sub(o.lastLog) >= time.Minute {
+		o.lastLog = now
+		log.WithError(err).WithFields(logrus.Fields{"attempts": o.failures, "since": o.since.Format(time.RFC3339)}).Warn("eureka still unreachable")
+	}
+}
+
+func (o *outageLog) recovered(log logrus.FieldLogger) {
+	if o.failures > 0 {
+		log.WithFields(logrus.Fields{"attempts": o.failures, "outage": time.Since(o.since).Round(time.Millisecond).String()}).Info("eureka reachable again")
+	}
+	*o = outageLog{}
+}

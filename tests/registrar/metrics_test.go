@@ -1,0 +1,43 @@
+package registrar_test
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// metric reads one sample from the registrar's /metrics; 0 when absent.
+func metric(t *testing.T, p *pod, series string) float64 {
+	t.Helper()
+	for _, kv := range p.cmd.Env {
+		if addr, ok := strings.CutPrefix(kv, "EUREKUBE_LISTEN_ADDR="); ok {
+			return scrape(t, addr, series)
+		}
+	}
+	t.Fatal("no listen address")
+	return 0
+}
+
+func failedRequests(t *testing.T, addr string) float64 {
+	return scrape(t, addr, `eurekube_registrar_registrations_total{result="error"}`)
+}
+
+func scrape(t *testing.T, addr, series string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
+}

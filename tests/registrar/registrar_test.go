@@ -1,0 +1,250 @@
+package registrar_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/sidecar"
+	"github.com/eurekube/eurekube/tests/harness"
+)
+
+func TestRegistrar_FollowsAppHealthAndLeavesOnSIGTERM(t *testing.T) {
+	ctx := context.Background()
+	app := startApp(t)
+	p := startRegistrar(t, injectedEnv("orders", app.port, server.URL()))
+	c := eurekaClient(t)
+
+	eventually(t, 10*time.Second, "registered STARTING while the app is not healthy", statusIs(ctx, c, p, eureka.StatusStarting))
+
+	app.healthy.Store(true)
+	eventually(t, 2*time.Second, "UP once the app is healthy", statusIs(ctx, c, p, eureka.StatusUp))
+
+	app.healthy.Store(false)
+	eventually(t, 3*time.Second, "DOWN after the failure threshold", statusIs(ctx, c, p, eureka.StatusDown))
+
+	app.healthy.Store(true)
+	eventually(t, 2*time.Second, "UP again after recovery", statusIs(ctx, c, p, eureka.StatusUp))
+
+	// What a Spring Cloud client reads from GET /eureka/apps/{APP}.
+	inst := springRead(t, "ORDERS", p.instanceID())
+	if inst.HostName != "127.0.0.1" || inst.IPAddr != "127.0.0.1" {
+		t.Errorf("hostName/ipAddr = %s/%s, want the pod IP 127.0.0.1", inst.HostName, inst.IPAddr)
+	}
+	if fmt.Sprint(inst.Port["$"]) != fmt.Sprint(app.port) || inst.Port["@enabled"] != "true" {
+		t.Errorf("port = %v, want %d enabled", inst.Port, app.port)
+	}
+	if inst.VIPAddress != "orders" {
+		t.Errorf("vipAddress = %q, want orders", inst.VIPAddress)
+	}
+	wantMeta := map[string]string{
+		"zone": "zone-a", "version": "1.4.2",
+		eureka.MetaManagedBy: eureka.ManagedByValue, eureka.MetaCluster: "cluster-test",
+		eureka.MetaNamespace: "shop", eureka.MetaPod: p.name, eureka.MetaSyncer: "orders",
+	}
+	for k, v := range wantMeta {
+		if inst.Metadata[k] != v {
+			t.Errorf("metadata %s = %q, want %q", k, inst.Metadata[k], v)
+		}
+	}
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Second, "gone from the server after SIGTERM", func() error {
+		_, err := c.Instance(ctx, p.app, p.instanceID())
+		if errors.Is(err, eureka.ErrNotFound) {
+			return nil
+		}
+		return fmt.Errorf("still registered (err %v)", err)
+	})
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("registrar did not exit after SIGTERM")
+	}
+	if p.exit != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0", p.exit)
+	}
+}
+
+func TestRegistrar_RegistersAgainWithMetadataWhenTheLeaseIsDeleted(t *testing.T) {
+	ctx := context.Background()
+	app := startApp(t)
+	app.healthy.Store(true)
+	p := startRegistrar(t, injectedEnv("payments", app.port, server.URL()))
+	c := eurekaClient(t)
+	eventually(t, 10*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
+
+	if err := c.Cancel(ctx, p.app, p.instanceID()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "registered again after its lease was deleted", func() error {
+		inst, err := c.Instance(ctx, p.app, p.instanceID())
+		if err != nil {
+			return err
+		}
+		if inst.Status != eureka.StatusUp || inst.Metadata["zone"] != "zone-a" || inst.Metadata[eureka.MetaPodUID] == "" {
+			return fmt.Errorf("re-registered as %s with metadata %v", inst.Status, inst.Metadata)
+		}
+		return nil
+	})
+}
+
+func TestRegistrar_RegistersAgainAfterTheServerRestarts(t *testing.T) {
+	ctx := context.Background()
+	own := harness.EurekaT(t, harness.EurekaOptions{})
+	app := startApp(t)
+	app.healthy.Store(true)
+	p := startRegistrar(t, injectedEnv("inventory", app.port, own.URL()))
+	c, err := eureka.New(eureka.Options{URLs: []string{own.URL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
+	restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := own.Restart(restartCtx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "registered again on the restarted server", func() error {
+		inst, err := c.Instance(ctx, p.app, p.instanceID())
+		if err != nil {
+			return err
+		}
+		if inst.Metadata["version"] != "1.4.2" || inst.Metadata[eureka.MetaCluster] != "cluster-test" {
+			return fmt.Errorf("metadata %v", inst.Metadata)
+		}
+		return nil
+	})
+	if !p.running() {
+		t.Fatal("registrar exited during the server restart")
+	}
+}
+
+func TestRegistrar_WaitsOutAnUnreachableEurekaWithBoundedLogs(t *testing.T) {
+	ctx := context.Background()
+	proxy, err := harness.StartProxy(server.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	proxy.Block()
+	app := startApp(t)
+	app.healthy.Store(true)
+	env := injectedEnv("billing", app.port, "http://"+proxy.Addr()+"/eureka")
+	p := startRegistrar(t, env)
+	c := eurekaClient(t)
+
+	// Let it fail for a while: until it has made 12 attempts (about 20 s
+	// with a 2 s backoff cap), as its metrics report.
+	eventually(t, 60*time.Second, "a dozen failed attempts", func() error {
+		n := failedRequests(t, env[sidecar.EnvListenAddr])
+		if n < 12 {
+			return fmt.Errorf("%v failed attempts so far", n)
+		}
+		return nil
+	})
+	if !p.running() {
+		t.Fatalf("registrar exited while Eureka was unreachable:\n%s", p.out.String())
+	}
+	if lines := strings.Count(p.out.String(), "\n"); lines > 8 {
+		t.Fatalf("%d log lines during the outage, want a bounded few:\n%s", lines, p.out.String())
+	}
+
+	proxy.Unblock()
+	// One backoff step (2 s cap, ±20 % jitter) plus a request.
+	eventually(t, 4*time.Second, "registered once Eureka is back", statusIs(ctx, c, p, eureka.StatusUp))
+}
+
+func TestRegistrar_WorksThroughTheSecondURLWhenTheFirstIsDead(t *testing.T) {
+	ctx := context.Background()
+	dead, _ := harness.FreePort()
+	app := startApp(t)
+	app.healthy.Store(true)
+	p := startRegistrar(t, injectedEnv("shipping", app.port, fmt.Sprintf("http://127.0.0.1:%d/eureka", dead), server.URL()))
+	c := eurekaClient(t)
+	eventually(t, 10*time.Second, "UP through the second URL", statusIs(ctx, c, p, eureka.StatusUp))
+	hb := func() float64 { return metric(t, p, `eurekube_registrar_heartbeats_total{result="ok"}`) }
+	eventually(t, 5*time.Second, "heartbeats through the second URL", func() error {
+		if hb() < 2 {
+			return fmt.Errorf("%v heartbeats", hb())
+		}
+		return nil
+	})
+	if n := metric(t, p, `eurekube_registrar_heartbeats_total{result="error"}`); n != 0 {
+		t.Fatalf("%v heartbeats failed with one URL dead, want 0", n)
+	}
+}
+
+func TestRegistrar_BadConfigurationExitsNamingTheVariable(t *testing.T) {
+	for _, tc := range []struct {
+		name, env, value string
+	}{
+		{"no app name", sidecar.EnvAppName, ""},
+		{"port 0", sidecar.EnvPort, "0"},
+		{"port not a number", sidecar.EnvPort, "http"},
+		{"malformed URL", sidecar.EnvEurekaURLs, "eureka:8761"},
+		{"negative interval", sidecar.EnvLeaseRenewalInterval, "-5s"},
+		{"bad metadata", sidecar.EnvMetadata, "zone=a"},
+		{"unknown health type", sidecar.EnvHealthType, "grpc"},
+		{"no pod IP", sidecar.EnvPodIP, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := injectedEnv("config", 8080, server.URL())
+			env[tc.env] = tc.value
+			p := startRegistrar(t, env)
+			select {
+			case <-p.done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("registrar did not exit on bad configuration")
+			}
+			out := strings.TrimSpace(p.out.String())
+			if p.exit == 0 || !strings.Contains(out, tc.env) || strings.Count(out, "\n") > 0 {
+				t.Fatalf("exit %d, output %q: want non-zero and one line naming %s", p.exit, out, tc.env)
+			}
+		})
+	}
+}
+
+// springInstance is the part of GET /eureka/apps/{APP} a Spring client reads.
+type springInstance struct {
+	InstanceID string `json:"instanceId"`
+	HostName   string `json:"hostName"`
+	IPAddr     string `json:"ipAddr"`
+	VIPAddress string `json:"vipAddress"`
+	Status     string `json:"status"`
+	Port       map[string]any
+	Metadata   map[string]string
+}
+
+func springRead(t *testing.T, app, id string) springInstance {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, server.URL()+"/apps/"+app, nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Application struct{ Instance []springInstance }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	for _, inst := range body.Application.Instance {
+		if inst.InstanceID == id {
+			return inst
+		}
+	}
+	t.Fatalf("%s not in GET /apps/%s", id, app)
+	return springInstance{}
+}

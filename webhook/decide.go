@@ -1,0 +1,162 @@
+package webhook
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+)
+
+// Reason says why a pod was or was not injected. The same constant labels
+// the metric, the log line and the response message.
+type Reason string
+
+// Reasons of a Decision.
+const (
+	// ReasonInjected: the pod gets the registrar.
+	ReasonInjected Reason = "injected"
+	// ReasonNamespaceExcluded: the manager's own namespace or kube-system.
+	ReasonNamespaceExcluded Reason = "namespace-excluded"
+	// ReasonNamespaceNotEnabled: the namespace lacks eurekube.io/injection=enabled.
+	ReasonNamespaceNotEnabled Reason = "namespace-not-enabled"
+	// ReasonOptedOut: label or annotation eurekube.io/inject=false.
+	ReasonOptedOut Reason = "opted-out"
+	// ReasonNoMatchingSyncer: no syncer of the namespace selects the pod.
+	ReasonNoMatchingSyncer Reason = "no-matching-syncer"
+	// ReasonAlreadyInjected: the registrar container or the status
+	// annotation is present (a reinvocation, or a pod copied from an
+	// injected one).
+	ReasonAlreadyInjected Reason = "already-injected"
+	// ReasonSyncerDeleting: only syncers being deleted select the pod.
+	ReasonSyncerDeleting Reason = "syncer-deleting"
+	// ReasonInvalidAnnotation: a eurekube.io/ annotation is unknown or bad;
+	// the pod is denied.
+	ReasonInvalidAnnotation Reason = "invalid-annotation"
+	// ReasonInvalidConfig: the syncer and the pod do not fit together (a
+	// port name the pod does not declare, no Eureka URL, no image); the pod
+	// is denied. Set by the handler when Mutate fails.
+	ReasonInvalidConfig Reason = "invalid-config"
+)
+
+// Namespace is what Decide needs to know about the pod's namespace.
+type Namespace struct {
+	// Labels of the namespace.
+	Labels map[string]string
+	// Excluded is true for namespaces that are never mutated.
+	Excluded bool
+}
+
+// Decision is the outcome of Decide.
+type Decision struct {
+	// Inject is true when the pod gets the registrar.
+	Inject bool
+	// Reason says why.
+	Reason Reason
+	// Syncer is the syncer that registers the pod (Inject only).
+	Syncer *v1alpha1.EurekaSyncer
+	// Overrides are the pod's parsed annotations (Inject only).
+	Overrides Overrides
+	// Err is the annotation error when Reason is ReasonInvalidAnnotation.
+	Err error
+	// Warnings go into the admission response.
+	Warnings []string
+}
+
+// Decide says whether pod is injected, given its namespace and the syncers
+// of that namespace. It has no side effects.
+//
+// Order matters: namespaces are checked before annotations, so that pods of
+// excluded namespaces are never denied; an already injected pod is left
+// alone before anything else is looked at, so reinvocation is safe.
+func Decide(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer) Decision {
+	switch {
+	case ns.Excluded:
+		return Decision{Reason: ReasonNamespaceExcluded}
+	case ns.Labels[v1alpha1.NamespaceInjectionLabel] != "enabled":
+		return Decision{Reason: ReasonNamespaceNotEnabled}
+	case pod.Labels[v1alpha1.InjectLabel] == "false":
+		return Decision{Reason: ReasonOptedOut}
+	case alreadyInjected(pod):
+		return Decision{Reason: ReasonAlreadyInjected}
+	}
+
+	overrides, err := ParseAnnotations(pod.Annotations)
+	if err != nil {
+		return Decision{Reason: ReasonInvalidAnnotation, Err: err}
+	}
+	if overrides.Inject != nil && !*overrides.Inject {
+		return Decision{Reason: ReasonOptedOut}
+	}
+
+	var warnings []string
+	var live, deleting []*v1alpha1.EurekaSyncer
+	podLabels := labels.Set(pod.Labels)
+	for i := range syncers {
+		s := &syncers[i]
+		selector, err := metav1.LabelSelectorAsSelector(&s.Spec.Selector)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("EurekaSyncer %s ignored: invalid selector: %v", s.Name, err))
+			continue
+		}
+		if selector.Empty() || !selector.Matches(podLabels) {
+			continue
+		}
+		if s.DeletionTimestamp != nil {
+			deleting = append(deleting, s)
+			continue
+		}
+		live = append(live, s)
+	}
+	if len(live) == 0 {
+		if len(deleting) > 0 {
+			return Decision{Reason: ReasonSyncerDeleting, Warnings: append(warnings,
+				fmt.Sprintf("not registered in Eureka: EurekaSyncer %s is being deleted", names(deleting)))}
+		}
+		return Decision{Reason: ReasonNoMatchingSyncer, Warnings: warnings}
+	}
+
+	sort.Slice(live, func(i, j int) bool { return older(live[i], live[j]) })
+	winner := live[0].DeepCopy()
+	if len(live) > 1 {
+		warnings = append(warnings, fmt.Sprintf("several EurekaSyncers select this pod: %s (the oldest) registers it; ignored: %s",
+			winner.Name, names(live[1:])))
+	}
+	return Decision{Inject: true, Reason: ReasonInjected, Syncer: winner, Overrides: overrides, Warnings: warnings}
+}
+
+// alreadyInjected is true when the registrar container or our status
+// annotation is present.
+func alreadyInjected(pod *corev1.Pod) bool {
+	if pod.Annotations[v1alpha1.StatusAnnotation] == v1alpha1.StatusInjected {
+		return true
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == v1alpha1.RegistrarContainerName {
+			return true
+		}
+	}
+	return false
+}
+
+// older orders syncers by creation time, then name, so the winner among
+// several is stable across replicas and restarts.
+func older(a, b *v1alpha1.EurekaSyncer) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
+}
+
+func names(syncers []*v1alpha1.EurekaSyncer) string {
+	n := make([]string, len(syncers))
+	for i, s := range syncers {
+		n[i] = s.Name
+	}
+	sort.Strings(n)
+	return strings.Join(n, ", ")
+}
