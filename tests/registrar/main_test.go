@@ -181,7 +181,9 @@ func startRegistrar(t *testing.T, env map[string]string) *pod {
 	return p
 }
 
-func (p *pod) instanceID() string { return fmt.Sprintf("%s:%s:%d", p.name, strings.ToLower(p.app), p.port) }
+func (p *pod) instanceID() string {
+	return fmt.Sprintf("%s:%s:%d", p.name, strings.ToLower(p.app), p.port)
+}
 
 func (p *pod) running() bool {
 	select {

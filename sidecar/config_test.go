@@ -1,0 +1,94 @@
+package sidecar
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eurekube/eurekube/eureka"
+)
+
+func validEnv() map[string]string {
+	return map[string]string{
+		EnvPodName: "orders-1", EnvPodNamespace: "shop", EnvPodUID: "u-1", EnvPodIP: "10.0.0.7",
+		EnvAppName: "Orders", EnvPort: "8080", EnvEurekaURLs: "http://e1:8761/eureka, http://e2:8761/eureka",
+		EnvMetadata: `{"zone":"a"}`, EnvClusterID: "c-1", EnvSyncer: "orders",
+	}
+}
+
+func lookupFrom(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestLoadEnv_AppliesDefaults(t *testing.T) {
+	cfg, err := LoadEnv(lookupFrom(validEnv()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.VIPAddress != "orders" || cfg.Health.Type != HealthTCP || cfg.Health.Port != 8080 ||
+		cfg.RenewalInterval != 30*time.Second || cfg.LeaseDuration != 90*time.Second || len(cfg.EurekaURLs) != 2 {
+		t.Fatalf("defaults not applied: %+v", cfg)
+	}
+}
+
+func TestLoadEnv_RejectsBadValuesNamingTheVariable(t *testing.T) {
+	for _, tc := range []struct{ env, value, allowed string }{
+		{EnvPort, "0", "1 to 65535"},
+		{EnvPort, "70000", "1 to 65535"},
+		{EnvSecurePort, "-1", "1 to 65535"},
+		{EnvEurekaURLs, "eureka:8761", "http://"},
+		{EnvEurekaURLs, ",", "at least one"},
+		{EnvLeaseRenewalInterval, "-5s", "positive duration"},
+		{EnvLeaseDuration, "10s", "longer than"},
+		{EnvHealthFailureThreshold, "0", "1 to 1000"},
+		{EnvMetadata, "[1]", "JSON object"},
+		{EnvHealthType, "exec", "http or tcp"},
+		{EnvHealthScheme, "ftp", "HTTP or HTTPS"},
+		{EnvAppName, "", "required"},
+	} {
+		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
+			env := validEnv()
+			env[tc.env] = tc.value
+			_, err := LoadEnv(lookupFrom(env))
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Name != tc.env || !strings.Contains(err.Error(), tc.allowed) {
+				t.Fatalf("err = %v, want a ConfigError naming %s and saying %q", err, tc.env, tc.allowed)
+			}
+		})
+	}
+}
+
+func TestInstance_MarkersCannotBeForgedByUserMetadata(t *testing.T) {
+	cfg, err := LoadEnv(lookupFrom(validEnv()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Metadata[eureka.MetaCluster] = "someone-else"
+	inst := cfg.Instance(eureka.StatusUp)
+	if inst.Metadata[eureka.MetaCluster] != "c-1" || inst.Metadata["zone"] != "a" {
+		t.Fatalf("metadata = %v", inst.Metadata)
+	}
+	if inst.InstanceID != "orders-1:orders:8080" || inst.HostName != "10.0.0.7" || inst.App != "ORDERS" {
+		t.Fatalf("instance = %+v", inst)
+	}
+}
+
+func TestGate_NeedsThresholdsToFlip(t *testing.T) {
+	fail := errors.New("down")
+	g := NewGate(2, 3)
+	steps := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false}, {nil, true}, // two successes to become healthy
+		{fail, true}, {fail, true}, {nil, true}, // a success resets the failures
+		{fail, true}, {fail, true}, {fail, false}, // three failures in a row
+		{nil, false}, {nil, true},
+	}
+	for i, s := range steps {
+		if got := g.Observe(s.err); got != s.want {
+			t.Fatalf("step %d: healthy = %v, want %v", i, got, s.want)
+		}
+	}
+}
