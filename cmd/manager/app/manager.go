@@ -54,7 +54,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	logger := logging.Logr(log)
+	logger := bridgeLogs(log)
 
 	restCfg := cfg.RestConfig
 	if restCfg == nil {
