@@ -69,7 +69,7 @@ type testApp struct {
 	srv     *http.Server
 }
 
-func startApp(t *testing.T) *testApp {
+func startApp(t testing.TB) *testApp {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -152,7 +152,7 @@ func injectedEnv(app string, appPort int, urls ...string) map[string]string {
 	}
 }
 
-func startRegistrar(t *testing.T, env map[string]string) *pod {
+func startRegistrar(t testing.TB, env map[string]string) *pod {
 	t.Helper()
 	p := &pod{name: env[sidecar.EnvPodName], app: env[sidecar.EnvAppName], out: &syncBuffer{}, done: make(chan struct{})}
 	p.port, _ = strconv.Atoi(env[sidecar.EnvPort])
@@ -194,7 +194,7 @@ func (p *pod) running() bool {
 	}
 }
 
-func eurekaClient(t *testing.T) *eureka.Client {
+func eurekaClient(t testing.TB) *eureka.Client {
 	t.Helper()
 	c, err := eureka.New(eureka.Options{URLs: []string{server.URL()}, Timeout: 2 * time.Second})
 	if err != nil {
@@ -204,7 +204,7 @@ func eurekaClient(t *testing.T) *eureka.Client {
 }
 
 // eventually polls cond every 50 ms until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

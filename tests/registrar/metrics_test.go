@@ -10,7 +10,7 @@ import (
 )
 
 // metric reads one sample from the registrar's /metrics; 0 when absent.
-func metric(t *testing.T, p *pod, series string) float64 {
+func metric(t testing.TB, p *pod, series string) float64 {
 	t.Helper()
 	for _, kv := range p.cmd.Env {
 		if addr, ok := strings.CutPrefix(kv, "EUREKUBE_LISTEN_ADDR="); ok {
@@ -21,11 +21,11 @@ func metric(t *testing.T, p *pod, series string) float64 {
 	return 0
 }
 
-func failedRequests(t *testing.T, addr string) float64 {
+func failedRequests(t testing.TB, addr string) float64 {
 	return scrape(t, addr, `eurekube_registrar_registrations_total{result="error"}`)
 }
 
-func scrape(t *testing.T, addr, series string) float64 {
+func scrape(t testing.TB, addr, series string) float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
