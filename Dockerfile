@@ -11,13 +11,8 @@ FROM golang:1.26 AS builder
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
-COPY api/ api/
-COPY certs/ certs/
-COPY cmd/ cmd/
-COPY controller/ controller/
-COPY eureka/ eureka/
-COPY sidecar/ sidecar/
-COPY webhook/ webhook/
+COPY . .
+# The same command as `make build`, which the tests exercise outside Docker.
 ENV CGO_ENABLED=0
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     go build -trimpath -ldflags='-s -w' -o /out/ ./cmd/manager ./cmd/registrar
