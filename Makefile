@@ -11,7 +11,7 @@ CONTROLLER_GEN_VERSION := v0.22.0
 STATICCHECK_VERSION    := v0.8.2
 CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
 STATICCHECK    := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
-IMAGE          ?= eurekube:dev
+IMAGE_TAG      ?= dev
 GO_TEST_FLAGS  ?= -count=1 -timeout 40m
 FUZZTIME       ?= 10s
 export EUREKUBE_CACHE := $(CACHE)
@@ -96,8 +96,9 @@ run: ## The local sandbox (issue 6, not built yet).
 	@echo "make run: the local sandbox is not built yet (issue 6)"; exit 1
 
 .PHONY: docker-build
-docker-build: ## Build the image where a Docker engine runs.
-	docker build -t $(IMAGE) .
+docker-build: ## Build the manager and registrar images where a Docker engine runs.
+	docker build --target manager -t eurekube/manager:$(IMAGE_TAG) .
+	docker build --target registrar -t eurekube/registrar:$(IMAGE_TAG) .
 
 .PHONY: deploy
 deploy: ## Apply manifests/default to the current kubectl context (needs cert-manager).
