@@ -2,26 +2,52 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 )
 
+// WebhookManifest is the MutatingWebhookConfiguration of manifests/, relative
+// to the repository root. InstallWebhook installs this very file, so the
+// acceptance tests exercise the selectors and policies clusters get.
+const WebhookManifest = "manifests/webhook/mutating_webhook.yaml"
+
 // ControlPlaneOptions configure StartControlPlane.
 type ControlPlaneOptions struct {
-	// Webhooks, when set, are installed by envtest, which also generates
-	// their serving certificate into Webhooks.LocalServingCertDir.
-	Webhooks *envtest.WebhookInstallOptions
+	// Webhook, when set, installs Eurekube's MutatingWebhookConfiguration
+	// pointed at a webhook server on this machine once the API server runs.
+	// Tests that start the manager after the control plane call
+	// InstallWebhook instead.
+	Webhook *LocalWebhook
+	// CRDPaths are more CRD files or directories to install beside
+	// manifests/crd/bases, such as cert-manager's.
+	CRDPaths []string
+}
+
+// LocalWebhook is a webhook server on this machine, reached over TLS.
+type LocalWebhook struct {
+	// Host defaults to 127.0.0.1.
+	Host string
+	// Port of the webhook server.
+	Port int
+	// CABundle verifies the server's certificate (certs.CA.PEM).
+	CABundle []byte
 }
 
 // ControlPlane is a running kube-apiserver with etcd and Eurekube's CRDs.
@@ -33,7 +59,7 @@ type ControlPlane struct {
 	Client client.Client
 	// Scheme knows client-go's types and Eurekube's API.
 	Scheme *runtime.Scheme
-	// Kubeconfig is a file for kubectl.
+	// Kubeconfig is a file for kubectl, as an administrator.
 	Kubeconfig string
 }
 
@@ -45,9 +71,9 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// StartControlPlane starts kube-apiserver and etcd from the binaries that
-// tests/tools/envtest/build.sh builds (or KUBEBUILDER_ASSETS names) and
-// installs the CRDs of manifests/crd/bases.
+// StartControlPlane starts kube-apiserver and etcd from the binaries in
+// KUBEBUILDER_ASSETS, or else those tests/tools/envtest/build.sh builds
+// (cached after the first run), and installs the CRDs of manifests/crd/bases.
 func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlPlane, error) {
 	assets, err := buildArtifact("KUBEBUILDER_ASSETS", "tests/tools/envtest/build.sh")
 	if err != nil {
@@ -55,7 +81,7 @@ func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlP
 	}
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
-			return nil, fmt.Errorf("control plane: %s missing in %s (run tests/tools/envtest/build.sh): %w", bin, assets, err)
+			return nil, fmt.Errorf("control plane: %s missing in %s (unset KUBEBUILDER_ASSETS to build it with tests/tools/envtest/build.sh, or run make envtest): %w", bin, assets, err)
 		}
 	}
 	root, err := RepoRoot()
@@ -65,27 +91,34 @@ func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlP
 	scheme := Scheme()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(root, "manifests", "crd", "bases")},
+		CRDDirectoryPaths:     append([]string{filepath.Join(root, "manifests", "crd", "bases")}, opts.CRDPaths...),
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
-	}
-	if opts.Webhooks != nil {
-		env.WebhookInstallOptions = *opts.Webhooks
 	}
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("control plane: start kube-apiserver and etcd from %s: %w", assets, err)
 	}
 	cp := &ControlPlane{Env: env, Config: cfg, Scheme: scheme}
-	if cp.Client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
-		_ = env.Stop()
-		return nil, fmt.Errorf("control plane: client: %w", err)
-	}
-	if cp.Kubeconfig, err = writeKubeconfig(env); err != nil {
-		_ = env.Stop()
+	if err := cp.init(ctx, opts); err != nil {
+		_ = cp.Stop()
 		return nil, err
 	}
 	return cp, nil
+}
+
+func (cp *ControlPlane) init(ctx context.Context, opts ControlPlaneOptions) error {
+	var err error
+	if cp.Client, err = client.New(cp.Config, client.Options{Scheme: cp.Scheme}); err != nil {
+		return fmt.Errorf("control plane: client: %w", err)
+	}
+	if cp.Kubeconfig, err = writeKubeconfig(cp.Env); err != nil {
+		return err
+	}
+	if opts.Webhook != nil {
+		return cp.InstallWebhook(ctx, *opts.Webhook)
+	}
+	return nil
 }
 
 // ControlPlaneT starts a control plane for a test and stops it when the
@@ -98,16 +131,78 @@ func ControlPlaneT(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cp.Stop() })
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Errorf("stop control plane: %v", err)
+		}
+	})
 	return cp
 }
 
-// Stop ends the API server and etcd.
+// Stop ends the API server and etcd and removes the kubeconfig.
 func (cp *ControlPlane) Stop() error {
 	if cp.Kubeconfig != "" {
 		_ = os.RemoveAll(filepath.Dir(cp.Kubeconfig))
 	}
 	return cp.Env.Stop()
+}
+
+// InstallWebhook creates (or replaces) Eurekube's MutatingWebhookConfiguration
+// from WebhookManifest with every webhook's client config pointed at w:
+// the service reference becomes https://host:port/<the service's path>, and
+// the caBundle w.CABundle. Everything else (rules, selectors, failure
+// policy, timeouts) is the manifest's.
+func (cp *ControlPlane) InstallWebhook(ctx context.Context, w LocalWebhook) error {
+	mwc, err := LoadWebhookManifest()
+	if err != nil {
+		return err
+	}
+	if w.Host == "" {
+		w.Host = "127.0.0.1"
+	}
+	if w.Port == 0 || len(w.CABundle) == 0 {
+		return errors.New("install webhook: LocalWebhook needs a Port and a CABundle")
+	}
+	for i := range mwc.Webhooks {
+		cc := &mwc.Webhooks[i].ClientConfig
+		if cc.Service == nil || cc.Service.Path == nil {
+			return fmt.Errorf("install webhook: %s in %s has no service path to point at the local server", mwc.Webhooks[i].Name, WebhookManifest)
+		}
+		url := "https://" + net.JoinHostPort(w.Host, strconv.Itoa(w.Port)) + *cc.Service.Path
+		cc.URL, cc.Service, cc.CABundle = &url, nil, w.CABundle
+	}
+	err = cp.Client.Create(ctx, mwc)
+	if apierrors.IsAlreadyExists(err) {
+		var old admissionregistrationv1.MutatingWebhookConfiguration
+		if err = cp.Client.Get(ctx, client.ObjectKeyFromObject(mwc), &old); err == nil {
+			mwc.ResourceVersion = old.ResourceVersion
+			err = cp.Client.Update(ctx, mwc)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("install webhook %s: %w", mwc.Name, err)
+	}
+	return nil
+}
+
+// LoadWebhookManifest reads WebhookManifest.
+func LoadWebhookManifest() (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(root, WebhookManifest))
+	if err != nil {
+		return nil, fmt.Errorf("webhook manifest: %w", err)
+	}
+	var mwc admissionregistrationv1.MutatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(data, &mwc); err != nil {
+		return nil, fmt.Errorf("webhook manifest %s: %w", WebhookManifest, err)
+	}
+	if mwc.Kind != "MutatingWebhookConfiguration" || len(mwc.Webhooks) == 0 {
+		return nil, fmt.Errorf("webhook manifest %s: want a MutatingWebhookConfiguration with webhooks, got kind %q with %d", WebhookManifest, mwc.Kind, len(mwc.Webhooks))
+	}
+	return &mwc, nil
 }
 
 func writeKubeconfig(env *envtest.Environment) (string, error) {
@@ -121,11 +216,11 @@ func writeKubeconfig(env *envtest.Environment) (string, error) {
 	}
 	dir, err := os.MkdirTemp("", "eurekube-kubeconfig-")
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("control plane: kubeconfig: %w", err)
 	}
 	path := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return "", err
+		return "", fmt.Errorf("control plane: kubeconfig: %w", err)
 	}
 	return path, nil
 }

@@ -1,0 +1,92 @@
+package app
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestParseFlags_DefaultsAreTheDocumentedOnes(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "eurekube-system")
+	cfg, err := ParseFlags([]string{"--registrar-image=eurekube/registrar:dev"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		flag      string
+		got, want any
+	}{
+		{"--default-drain", cfg.DefaultDrainSeconds, int32(100)},
+		{"--resync-period", cfg.ResyncPeriod, 30 * time.Second},
+		{"--webhook-port", cfg.WebhookPort, 9443},
+		{"--cluster-id", cfg.ClusterID, ""},
+		{"--exec-sleep-fallback", cfg.ExecSleepFallback, false},
+		{"--leader-elect", cfg.LeaderElect, false},
+		{"--metrics-secure", cfg.MetricsSecure, true},
+		{"--log-level", cfg.LogLevel, "info"},
+		{"--excluded-namespace", strings.Join(cfg.ExcludedNamespaces, ","), "kube-system"},
+		{"POD_NAMESPACE", cfg.Namespace, "eurekube-system"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.flag, c.got, c.want)
+		}
+	}
+}
+
+func TestParseFlags_EurekaURLsAreRepeatableAndCommaSeparated(t *testing.T) {
+	cfg, err := ParseFlags([]string{
+		"--registrar-image=r:1",
+		"--eureka-url=http://a:8761/eureka,http://b:8761/eureka",
+		"--eureka-url=https://c/eureka",
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "http://a:8761/eureka http://b:8761/eureka https://c/eureka"
+	if got := strings.Join(cfg.EurekaURLs, " "); got != want {
+		t.Fatalf("--eureka-url = %s, want %s", got, want)
+	}
+}
+
+func TestParseFlags_RefusesInvalidSettingsNamingTheFlag(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no registrar image", nil, "--registrar-image is required"},
+		{"relative Eureka URL", []string{"--eureka-url=eureka:8761"}, `--eureka-url "eureka:8761": want an absolute http:// or https:// URL`},
+		{"negative drain", []string{"--default-drain=-1"}, "--default-drain -1: want 0 to 3600"},
+		{"drain above an hour", []string{"--default-drain=3601"}, "--default-drain 3601: want 0 to 3600"},
+		{"port 0", []string{"--webhook-port=0"}, "--webhook-port 0: want 1 to 65535"},
+		{"zero resync", []string{"--resync-period=0s"}, "--resync-period 0s: want a positive duration"},
+		{"unknown log level", []string{"--log-level=loud"}, `--log-level "loud"`},
+		{"leader election without a namespace", []string{"--leader-elect"}, "--leader-elect needs the manager's namespace in POD_NAMESPACE"},
+		{"stray argument", []string{"--registrar-image=r:1", "serve"}, `unexpected arguments ["serve"]`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("POD_NAMESPACE", "")
+			_, err := ParseFlags(tc.args, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ParseFlags(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseFlags_HelpIsNotAnError(t *testing.T) {
+	var usage strings.Builder
+	_, err := ParseFlags([]string{"--help"}, &usage)
+	if !errors.Is(err, pflag.ErrHelp) {
+		t.Fatalf("--help: %v, want pflag.ErrHelp", err)
+	}
+	if !strings.Contains(usage.String(), "--registrar-image") {
+		t.Fatalf("usage does not list the flags:\n%s", usage.String())
+	}
+}

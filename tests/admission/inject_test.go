@@ -1,0 +1,210 @@
+package admission
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
+)
+
+func TestInject_OptedInPodMatchingASyncerComesBackInjected(t *testing.T) {
+	ctx := testContext(t)
+	ns := optedInNamespace(ctx, t, "inject")
+	if err := suite.c.Create(ctx, syncer(ns, "orders", nil)); err != nil {
+		t.Fatal(err)
+	}
+	pod := appPod(ns, "orders")
+	if err := suite.c.Create(ctx, pod); err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	// Read back what the API server stored, not what the create returned.
+	var got corev1.Pod
+	if err := suite.c.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+		t.Fatal(err)
+	}
+
+	reg := registrar(&got)
+	if reg == nil {
+		t.Fatalf("no %s container; containers: %v", eurekubev1alpha1.RegistrarContainerName, containerNames(&got))
+	}
+	if reg.Image != registrarImage {
+		t.Errorf("registrar image = %q, want the manager's --registrar-image %q", reg.Image, registrarImage)
+	}
+	env := map[string]string{}
+	for _, e := range reg.Env {
+		env[e.Name] = e.Value
+	}
+	if got := env["EUREKUBE_EUREKA_URLS"]; got != defaultEureka {
+		t.Errorf("EUREKUBE_EUREKA_URLS = %q, want the manager's --eureka-url %q (the syncer names none)", got, defaultEureka)
+	}
+	var kubeSystem corev1.Namespace
+	if err := suite.c.Get(ctx, client.ObjectKey{Name: "kube-system"}, &kubeSystem); err != nil {
+		t.Fatal(err)
+	}
+	if got := env["EUREKUBE_CLUSTER_ID"]; got != string(kubeSystem.UID) {
+		t.Errorf("EUREKUBE_CLUSTER_ID = %q, want the UID of kube-system %q (no --cluster-id given)", got, kubeSystem.UID)
+	}
+
+	app := got.Spec.Containers[0]
+	if app.Lifecycle == nil || app.Lifecycle.PreStop == nil {
+		t.Fatal("the app container has no preStop: it would stop serving while clients still call it")
+	}
+	switch ps := app.Lifecycle.PreStop; {
+	case ps.Sleep != nil:
+		if ps.Sleep.Seconds != defaultDrain {
+			t.Errorf("preStop sleeps %d s, want the default drain %d s", ps.Sleep.Seconds, defaultDrain)
+		}
+	default:
+		t.Errorf("preStop = %+v, want the sleep action (no --exec-sleep-fallback)", ps)
+	}
+	if g := got.Spec.TerminationGracePeriodSeconds; g == nil || *g != 30+defaultDrain {
+		t.Errorf("terminationGracePeriodSeconds = %v, want %d (the default 30 s plus the drain)", deref(g), 30+defaultDrain)
+	}
+	if a := got.Annotations[eurekubev1alpha1.StatusAnnotation]; a != eurekubev1alpha1.StatusInjected {
+		t.Errorf("annotation %s = %q, want %q", eurekubev1alpha1.StatusAnnotation, a, eurekubev1alpha1.StatusInjected)
+	}
+	if a := got.Annotations[eurekubev1alpha1.SyncerAnnotation]; a != "orders" {
+		t.Errorf("annotation %s = %q, want the syncer's name", eurekubev1alpha1.SyncerAnnotation, a)
+	}
+}
+
+func TestInject_LeavesPodsAloneThatAreNotOptedIn(t *testing.T) {
+	ctx := testContext(t)
+	cases := []struct {
+		name string
+		// setup returns the namespace to create the pod in and may change
+		// the pod.
+		setup func(t *testing.T, pod *corev1.Pod) string
+	}{
+		{"namespace without the injection label", func(t *testing.T, _ *corev1.Pod) string {
+			ns := namespace(ctx, t, "plain", nil)
+			createSyncer(t, syncer(ns, "orders", nil))
+			return ns
+		}},
+		{"pod labelled eurekube.io/inject=false", func(t *testing.T, pod *corev1.Pod) string {
+			ns := optedInNamespace(ctx, t, "opt-out")
+			createSyncer(t, syncer(ns, "orders", nil))
+			pod.Labels["eurekube.io/inject"] = "false"
+			return ns
+		}},
+		{"no syncer selects the pod", func(t *testing.T, _ *corev1.Pod) string {
+			ns := optedInNamespace(ctx, t, "unmatched")
+			createSyncer(t, syncer(ns, "payments", nil))
+			return ns
+		}},
+		{"the manager's own namespace, even when labelled", func(t *testing.T, _ *corev1.Pod) string {
+			ensureNamespace(t, managerNamespace, map[string]string{"eurekube.io/injection": "enabled"})
+			createSyncer(t, syncer(managerNamespace, "orders", func(s *eurekubev1alpha1.EurekaSyncer) { s.GenerateName, s.Name = "orders-", "" }))
+			return managerNamespace
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := appPod("", "orders")
+			pod.Namespace = tc.setup(t, pod)
+			want := pod.DeepCopy()
+			if err := suite.c.Create(ctx, pod); err != nil {
+				t.Fatalf("create pod: %v", err)
+			}
+			var got corev1.Pod
+			if err := suite.c.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+				t.Fatal(err)
+			}
+			if reg := registrar(&got); reg != nil {
+				t.Errorf("the pod was injected; containers: %v", containerNames(&got))
+			}
+			if len(got.Spec.Containers) != len(want.Spec.Containers) {
+				t.Errorf("containers = %v, want only the app's", containerNames(&got))
+			}
+			if got.Spec.Containers[0].Lifecycle != nil {
+				t.Errorf("the app container got a lifecycle: %+v", got.Spec.Containers[0].Lifecycle)
+			}
+			if g := deref(got.Spec.TerminationGracePeriodSeconds); g != 30 {
+				t.Errorf("terminationGracePeriodSeconds = %d, want the API server's default 30", g)
+			}
+			for k := range got.Annotations {
+				if strings.HasPrefix(k, "eurekube.io/") {
+					t.Errorf("the pod got annotation %s=%s", k, got.Annotations[k])
+				}
+			}
+		})
+	}
+}
+
+func TestInject_DeniesAPodWithAnInvalidAnnotation(t *testing.T) {
+	ctx := testContext(t)
+	ns := optedInNamespace(ctx, t, "deny")
+	createSyncer(t, syncer(ns, "orders", nil))
+	cases := []struct {
+		annotation, value string
+		// allowed is part of the message that says what is allowed.
+		allowed string
+	}{
+		{"eurekube.io/prestop-sleep", "forever", "0 to 3600"},
+		{"eurekube.io/port", "70000", "1 to 65535"},
+		{"eurekube.io/sidecar-memory", "lots", "quantity"},
+		{"eurekube.io/app-nmae", "orders", "known: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.annotation+"="+tc.value, func(t *testing.T) {
+			pod := appPod(ns, "orders")
+			pod.Annotations = map[string]string{tc.annotation: tc.value}
+			err := suite.c.Create(ctx, pod)
+			if err == nil {
+				t.Fatalf("the pod was admitted with %s=%q", tc.annotation, tc.value)
+			}
+			msg := err.Error()
+			for _, want := range []string{tc.annotation, `"` + tc.value + `"`, tc.allowed} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("the error does not mention %q: %s", want, msg)
+				}
+			}
+		})
+	}
+}
+
+func createSyncer(t *testing.T, s *eurekubev1alpha1.EurekaSyncer) {
+	t.Helper()
+	if err := suite.c.Create(testContext(t), s); err != nil {
+		t.Fatalf("create syncer: %v", err)
+	}
+}
+
+// ensureNamespace creates the namespace or sets its labels.
+func ensureNamespace(t *testing.T, name string, labels map[string]string) {
+	t.Helper()
+	ctx := testContext(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := controllerutil.CreateOrUpdate(ctx, suite.c, ns, func() error {
+		if ns.Labels == nil {
+			ns.Labels = map[string]string{}
+		}
+		for k, v := range labels {
+			ns.Labels[k] = v
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("namespace %s: %v", name, err)
+	}
+}
+
+func containerNames(p *corev1.Pod) []string {
+	var names []string
+	for _, c := range p.Spec.Containers {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

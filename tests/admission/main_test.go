@@ -1,0 +1,289 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/certs"
+	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/tests/harness"
+)
+
+// Settings the manager runs with in this suite.
+const (
+	managerNamespace = "eurekube-system"
+	registrarImage   = "eurekube/registrar:test"
+	defaultEureka    = "http://127.0.0.1:8761/eureka"
+	defaultDrain     = 100
+)
+
+// suite is what TestMain started, shared by every test.
+var suite struct {
+	cp          *harness.ControlPlane
+	c           client.Client
+	ca          *certs.CA
+	certDir     string
+	webhookPort int
+	logPath     string
+	// managerDone is closed when the manager's Run returns.
+	managerDone chan struct{}
+}
+
+func TestMain(m *testing.M) {
+	code, err := runSuite(m)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "admission suite: %v\n", err)
+		code = 1
+	}
+	if suite.logPath != "" {
+		if code == 0 {
+			os.Remove(suite.logPath)
+		} else {
+			fmt.Fprintf(os.Stderr, "manager logs: %s\n", suite.logPath)
+		}
+	}
+	os.Exit(code)
+}
+
+func runSuite(m *testing.M) (int, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	cp, err := harness.StartControlPlane(ctx, harness.ControlPlaneOptions{})
+	if err != nil {
+		return 0, err
+	}
+	defer cp.Stop()
+	suite.cp, suite.c = cp, cp.Client
+
+	tmp, err := os.MkdirTemp("", "eurekube-admission-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(tmp)
+	suite.certDir = filepath.Join(tmp, "certs")
+	if suite.ca, err = certs.Bootstrap(suite.certDir, certs.LocalHosts()); err != nil {
+		return 0, err
+	}
+
+	// The manager's namespace holds its leader election Lease.
+	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
+		return 0, err
+	}
+	stop, err := startManager(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
+
+	if err := cp.InstallWebhook(ctx, harness.LocalWebhook{Port: suite.webhookPort, CABundle: suite.ca.PEM}); err != nil {
+		return 0, err
+	}
+	if err := waitForInjection(ctx); err != nil {
+		return 0, err
+	}
+	return m.Run(), nil
+}
+
+// startManager runs the manager in-process from its own flags, as
+// cmd/manager would, and waits until /readyz passes.
+func startManager(ctx context.Context) (stop func(), err error) {
+	if suite.webhookPort, err = harness.FreePort(); err != nil {
+		return nil, err
+	}
+	healthPort, err := harness.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	// The log outlives the suite's temporary directory, for a failed run
+	// to be read; a passing run removes it.
+	logFile, err := os.CreateTemp("", "eurekube-admission-manager-*.log")
+	if err != nil {
+		return nil, err
+	}
+	suite.logPath = logFile.Name()
+	os.Setenv("POD_NAMESPACE", managerNamespace)
+	cfg, err := app.ParseFlags([]string{
+		"--registrar-image=" + registrarImage,
+		"--eureka-url=" + defaultEureka,
+		"--default-drain=" + strconv.Itoa(defaultDrain),
+		"--cert-dir=" + suite.certDir,
+		"--webhook-host=127.0.0.1",
+		"--webhook-port=" + strconv.Itoa(suite.webhookPort),
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(healthPort),
+		"--leader-elect",
+		"--log-level=debug",
+	}, io.Discard)
+	if err != nil {
+		return nil, fmt.Errorf("manager flags: %w", err)
+	}
+	cfg.RestConfig, cfg.LogOutput = suite.cp.Config, logFile
+
+	mctx, cancel := context.WithCancel(ctx)
+	suite.managerDone = make(chan struct{})
+	runErr := make(chan error, 1)
+	go func() {
+		defer close(suite.managerDone)
+		runErr <- app.Run(mctx, cfg)
+	}()
+	// The log file stays open: the manager's last goroutines may still
+	// write while it shuts down.
+	stop = func() {
+		cancel()
+		<-suite.managerDone
+	}
+
+	readyz := "http://127.0.0.1:" + strconv.Itoa(healthPort) + "/readyz"
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-runErr:
+			return false, fmt.Errorf("manager stopped before it was ready: %w", err)
+		default:
+		}
+		resp, err := http.Get(readyz)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("manager not ready at %s: %w", readyz, err)
+	}
+	return stop, nil
+}
+
+// waitForInjection returns once the API server calls the webhook: the
+// webhook configuration reaches the API server's admission chain through
+// an informer, a moment after it is created.
+func waitForInjection(ctx context.Context) error {
+	ns := optedInNamespace(ctx, nil, "warm-up")
+	if err := suite.c.Create(ctx, syncer(ns, "warm-up", nil)); err != nil {
+		return err
+	}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		p := appPod(ns, "warm-up")
+		if err := suite.c.Create(ctx, p, client.DryRunAll); err != nil {
+			if ctx.Err() == nil {
+				last = err
+			}
+			return false, nil
+		}
+		last = errors.New("the dry-run pod came back without the registrar")
+		return registrar(p) != nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the API server does not inject pods through the webhook: %w (last: %v)", err, last)
+	}
+	return nil
+}
+
+// Builders of the objects the tests create.
+
+// optedInNamespace creates a namespace labelled for injection, with more
+// labels when given, and a name unique to the suite run. t may be nil.
+func optedInNamespace(ctx context.Context, t testing.TB, prefix string, labels ...string) string {
+	l := map[string]string{"eurekube.io/injection": "enabled"}
+	for i := 0; i+1 < len(labels); i += 2 {
+		l[labels[i]] = labels[i+1]
+	}
+	return namespace(ctx, t, prefix, l)
+}
+
+func namespace(ctx context.Context, t testing.TB, prefix string, labels map[string]string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: labels}}
+	if err := suite.c.Create(ctx, ns); err != nil {
+		if t == nil {
+			panic(err)
+		}
+		t.Fatalf("create namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// syncer selects the pods labelled app=<app> on port 8080.
+func syncer(ns, app string, mutate func(*eurekubev1alpha1.EurekaSyncer)) *eurekubev1alpha1.EurekaSyncer {
+	s := &eurekubev1alpha1.EurekaSyncer{
+		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns},
+	}
+	s.Spec.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
+	s.Spec.Port = intstr.FromInt32(8080)
+	if mutate != nil {
+		mutate(s)
+	}
+	return s
+}
+
+// appPod is a pod labelled app=<app> whose container serves port 8080 and
+// passes Pod Security "restricted".
+func appPod(ns, app string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: app + "-", Namespace: ns, Labels: map[string]string{"app": app}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name:  "app",
+				Image: "example.com/" + app + ":1",
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				SecurityContext: &corev1.SecurityContext{
+					RunAsNonRoot:             ptr(true),
+					AllowPrivilegeEscalation: ptr(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				},
+			}},
+		},
+	}
+}
+
+// registrar returns the injected container, or nil.
+func registrar(p *corev1.Pod) *corev1.Container {
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == "eurekube-registrar" {
+			return &p.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// eventually polls cond until it returns nil or timeout passes, then fails
+// with cond's last error.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func(context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(testContext(t), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		err := cond(ctx)
+		if ctx.Err() == nil {
+			last = err
+		}
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %s: %v", what, timeout, last)
+	}
+}

@@ -1,0 +1,39 @@
+package admission
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func TestInject_InjectedPodIsAdmittedUnderPodSecurityRestricted(t *testing.T) {
+	ctx := testContext(t)
+	ns := optedInNamespace(ctx, t, "restricted", "pod-security.kubernetes.io/enforce", "restricted")
+	createSyncer(t, syncer(ns, "orders", nil))
+
+	t.Run("a compliant app is admitted with the registrar beside it", func(t *testing.T) {
+		pod := appPod(ns, "orders")
+		if err := suite.c.Create(ctx, pod); err != nil {
+			t.Fatalf("Pod Security refused the injected pod: %v", err)
+		}
+		var got corev1.Pod
+		if err := suite.c.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+			t.Fatal(err)
+		}
+		if registrar(&got) == nil {
+			t.Fatalf("the pod was not injected; containers: %v", containerNames(&got))
+		}
+	})
+	// Without this, the test above would also pass if Pod Security were
+	// not enforced at all.
+	t.Run("a non-compliant app is still refused", func(t *testing.T) {
+		pod := appPod(ns, "orders")
+		pod.Spec.Containers[0].SecurityContext = nil
+		err := suite.c.Create(ctx, pod)
+		if err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
+			t.Fatalf("create a pod without securityContext in a restricted namespace: %v, want a PodSecurity violation", err)
+		}
+	})
+}
