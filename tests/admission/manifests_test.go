@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/eurekube/eurekube/tests/harness"
 )
@@ -112,18 +113,41 @@ func TestManifests_DefaultOverlayIsAcceptedByTheAPIServer(t *testing.T) {
 		t.Fatalf("install cert-manager CRDs: %v", err)
 	}
 	// A dry run creates nothing, so the namespace everything goes into must
-	// exist for real.
-	ensureNamespace(t, managerNamespace, nil)
+	// exist for real, with the Pod Security level the manifests give it:
+	// the API server then warns about a Deployment whose pods would be
+	// refused.
+	var ns corev1.Namespace
+	r.typed(t, "Namespace", managerNamespace, &ns)
+	ensureNamespace(t, managerNamespace, ns.Labels)
+	// The suite's own webhook configuration has the manifest's name but a
+	// URL instead of the Service; a dry run merged into it would be refused
+	// for having both, so the manifest's one is checked as a new object.
+	var docs bytes.Buffer
+	for _, u := range r.objects {
+		u = u.DeepCopy()
+		if u.GetKind() == "MutatingWebhookConfiguration" {
+			u.SetName(u.GetName() + "-dry-run")
+		}
+		data, err := yaml.Marshal(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs.WriteString("---\n")
+		docs.Write(data)
+	}
 	cmd := exec.Command("kubectl", "--kubeconfig", suite.cp.Kubeconfig, "apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", "-")
-	cmd.Stdin = bytes.NewReader(r.raw)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	cmd.Stdin = &docs
+	out, err = cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("kubectl apply --dry-run=server of manifests/default: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "violate PodSecurity") {
+		t.Errorf("the manager's pods would violate Pod Security in their own namespace:\n%s", out)
 	}
 }
 
 // rendered is the output of kubectl kustomize.
 type rendered struct {
-	raw     []byte
 	objects []*unstructured.Unstructured
 }
 
@@ -143,7 +167,7 @@ func renderDefault(t *testing.T) *rendered {
 	if err != nil {
 		t.Fatalf("kubectl kustomize manifests/default: %v\n%s", err, stderr.String())
 	}
-	r := &rendered{raw: raw}
+	r := &rendered{}
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	for {
 		u := &unstructured.Unstructured{}
