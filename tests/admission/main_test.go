@@ -40,6 +40,8 @@ var suite struct {
 	certDir     string
 	webhookPort int
 	logPath     string
+	// cfg is the running manager's configuration.
+	cfg app.Config
 	// managerDone is closed when the manager's Run returns.
 	managerDone chan struct{}
 }
@@ -134,6 +136,7 @@ func startManager(ctx context.Context) (stop func(), err error) {
 		return nil, fmt.Errorf("manager flags: %w", err)
 	}
 	cfg.RestConfig, cfg.LogOutput = suite.cp.Config, logFile
+	suite.cfg = cfg
 
 	mctx, cancel := context.WithCancel(ctx)
 	suite.managerDone = make(chan struct{})

@@ -169,7 +169,6 @@ func setupControllers(mgr manager.Manager, cfg Config, clusterID string, log *lo
 	// The EurekaSyncer reconciler (package controller) is wired here, with
 	// cfg.ResyncPeriod, clusterID, cfg.EurekaURLs and mgr.GetAPIReader()
 	// for the uncached reads that confirm a pod is gone.
-	_, _, _, _ = mgr, cfg, clusterID, log
 	return nil
 }
 
