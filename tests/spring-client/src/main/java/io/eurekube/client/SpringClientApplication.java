@@ -1,0 +1,88 @@
+package io.eurekube.client;
+
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.boot.CommandLineRunner;
+import org.springframework.boot.SpringApplication;
+import org.springframework.boot.autoconfigure.SpringBootApplication;
+import org.springframework.cloud.client.loadbalancer.LoadBalanced;
+import org.springframework.context.annotation.Bean;
+import org.springframework.http.client.SimpleClientHttpRequestFactory;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.client.RestClient;
+
+/**
+ * Calls a service by its Eureka name, as any Spring Cloud service does (Eureka discovery, Spring
+ * Cloud LoadBalancer, a @LoadBalanced RestClient), at a steady rate, and serves what happened on
+ * GET /stats: successes, failures, the last error and which instances answered.
+ */
+@SpringBootApplication
+@RestController
+public class SpringClientApplication implements CommandLineRunner {
+
+    public static void main(String[] args) {
+        SpringApplication.run(SpringClientApplication.class, args);
+    }
+
+    @Value("${eurekube.client.service}")
+    private String service;
+
+    @Value("${eurekube.client.path:/}")
+    private String path;
+
+    @Value("${eurekube.client.interval-ms:20}")
+    private long intervalMs;
+
+    private final AtomicLong ok = new AtomicLong();
+    private final AtomicLong failed = new AtomicLong();
+    private final AtomicReference<String> lastError = new AtomicReference<>("");
+    private final Map<String, AtomicLong> byInstance = new ConcurrentHashMap<>();
+    private final ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor();
+
+    @Bean
+    @LoadBalanced
+    static RestClient.Builder loadBalancedRestClientBuilder() {
+        SimpleClientHttpRequestFactory factory = new SimpleClientHttpRequestFactory();
+        factory.setConnectTimeout(Duration.ofSeconds(1));
+        factory.setReadTimeout(Duration.ofSeconds(2));
+        return RestClient.builder().requestFactory(factory);
+    }
+
+    private RestClient restClient;
+
+    SpringClientApplication(RestClient.Builder builder) {
+        this.restClient = builder.build();
+    }
+
+    @Override
+    public void run(String... args) {
+        scheduler.scheduleWithFixedDelay(this::callOnce, 0, intervalMs, TimeUnit.MILLISECONDS);
+    }
+
+    private void callOnce() {
+        try {
+            String body = restClient.get().uri("http://" + service + path).retrieve().body(String.class);
+            ok.incrementAndGet();
+            byInstance.computeIfAbsent(body == null ? "" : body.trim(), k -> new AtomicLong()).incrementAndGet();
+        } catch (RuntimeException e) {
+            failed.incrementAndGet();
+            lastError.set(e.getClass().getSimpleName() + ": " + e.getMessage());
+        }
+    }
+
+    @GetMapping(value = "/stats", produces = "application/json")
+    Map<String, Object> stats() {
+        Map<String, Long> answered = new java.util.TreeMap<>();
+        byInstance.forEach((k, v) -> answered.put(k, v.get()));
+        return Map.of("ok", ok.get(), "failed", failed.get(), "lastError", lastError.get(), "byInstance", answered);
+    }
+}
