@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,17 +36,8 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer os.RemoveAll(dir)
-		registrarBin = filepath.Join(dir, "registrar")
-		root, err := harness.RepoRoot()
-		if err != nil {
+		if registrarBin, err = harness.BuildBinary("./cmd/registrar", dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", registrarBin, "./cmd/registrar")
-		build.Dir = root
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build registrar: %v\n%s", err, out)
 			return 1
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
