@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -382,11 +383,6 @@ func resources(cfg Config) corev1.ResourceRequirements {
 	if r := cfg.Syncer.Spec.Sidecar.Resources; r != nil {
 		res = r.DeepCopy()
 	}
-	set := func(name corev1.ResourceName, q string, ok bool) {}
-	_ = set
-	for name, q := range map[corev1.ResourceName]*struct{}{} {
-		_, _ = name, q
-	}
 	if q := cfg.Overrides.SidecarCPU; q != nil {
 		setResource(res, corev1.ResourceCPU, *q)
 	}
@@ -396,7 +392,17 @@ func resources(cfg Config) corev1.ResourceRequirements {
 	return *res
 }
 
-func setResource(res *corev1.ResourceRequirements, name corev1.ResourceName, q interface{ String() string }) {
+// setResource makes an annotation's quantity both the request and the
+// limit of one resource.
+func setResource(res *corev1.ResourceRequirements, name corev1.ResourceName, q resource.Quantity) {
+	if res.Requests == nil {
+		res.Requests = corev1.ResourceList{}
+	}
+	if res.Limits == nil {
+		res.Limits = corev1.ResourceList{}
+	}
+	res.Requests[name] = q.DeepCopy()
+	res.Limits[name] = q.DeepCopy()
 }
 
 // preStopSleep is the pod's annotation, else the syncer's drain, else the
