@@ -1,8 +1,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -10,12 +11,14 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "eurekube.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the API's types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the API's types to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
-func init() {
-	SchemeBuilder.Register(&EurekaSyncer{}, &EurekaSyncerList{})
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &EurekaSyncer{}, &EurekaSyncerList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
 }
