@@ -13,6 +13,7 @@ import (
 )
 
 func TestInject_OptedInPodMatchingASyncerComesBackInjected(t *testing.T) {
+	requireInjection(t)
 	ctx := testContext(t)
 	ns := optedInNamespace(ctx, t, "inject")
 	if err := suite.c.Create(ctx, syncer(ns, "orders", nil)); err != nil {
@@ -74,6 +75,7 @@ func TestInject_OptedInPodMatchingASyncerComesBackInjected(t *testing.T) {
 }
 
 func TestInject_LeavesPodsAloneThatAreNotOptedIn(t *testing.T) {
+	requireInjection(t)
 	ctx := testContext(t)
 	cases := []struct {
 		name string
@@ -137,6 +139,7 @@ func TestInject_LeavesPodsAloneThatAreNotOptedIn(t *testing.T) {
 }
 
 func TestInject_DeniesAPodWithAnInvalidAnnotation(t *testing.T) {
+	requireInjection(t)
 	ctx := testContext(t)
 	ns := optedInNamespace(ctx, t, "deny")
 	createSyncer(t, syncer(ns, "orders", nil))

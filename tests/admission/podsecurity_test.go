@@ -9,6 +9,7 @@ import (
 )
 
 func TestInject_InjectedPodIsAdmittedUnderPodSecurityRestricted(t *testing.T) {
+	requireInjection(t)
 	ctx := testContext(t)
 	ns := optedInNamespace(ctx, t, "restricted", "pod-security.kubernetes.io/enforce", "restricted")
 	createSyncer(t, syncer(ns, "orders", nil))

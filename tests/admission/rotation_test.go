@@ -15,6 +15,7 @@ import (
 )
 
 func TestWebhook_ServesARotatedCertificateWithoutARestart(t *testing.T) {
+	requireInjection(t)
 	before, err := servedCertificate()
 	if err != nil {
 		t.Fatal(err)
