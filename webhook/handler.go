@@ -2,12 +2,19 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/sirupsen/logrus"
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
 )
 
 // Path is where the manager serves the handler; the
@@ -85,13 +92,79 @@ func NewHandler(o Options) *Handler {
 	return &Handler{reader: o.Reader, decoder: o.Decoder, defaults: o.Defaults, excluded: excluded, log: log}
 }
 
-// Handle answers one admission request.
+// Handle answers one admission request: it decodes the pod, reads the
+// namespace and its syncers, decides, mutates, and lets controller-runtime
+// compute the JSON patch. It writes nothing, so dry-run requests are safe.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
-	return admission.Allowed("skeleton")
+	began := time.Now()
+	resp, reason := h.handle(ctx, req)
+	observe(resp, reason, time.Since(began))
+	return resp
+}
+
+func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.Response, Reason) {
+	log := h.log.WithFields(logrus.Fields{"uid": req.UID, "namespace": req.Namespace, "name": req.Name})
+	if req.Kind.Kind != "Pod" || req.Operation != admissionv1.Create {
+		return admission.Allowed("eurekube mutates only pod creations"), ReasonNotAPodCreate
+	}
+	if len(req.Object.Raw) == 0 {
+		log.Warn("admission request without an object")
+		return admission.Errored(http.StatusBadRequest, errors.New("admission request has no object")), ReasonMalformed
+	}
+	pod := &corev1.Pod{}
+	if err := h.decoder.Decode(req, pod); err != nil {
+		log.WithError(err).Warn("cannot decode the pod of an admission request")
+		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode pod: %w", err)), ReasonMalformed
+	}
+	namespace := req.Namespace
+	if namespace == "" {
+		namespace = pod.Namespace
+	}
+	if pod.Name == "" && pod.GenerateName != "" {
+		log = log.WithField("name", pod.GenerateName+"<generated>")
+	}
+
+	ns := Namespace{Excluded: h.excluded[namespace]}
+	if !ns.Excluded {
+		var obj corev1.Namespace
+		if err := h.reader.Get(ctx, client.ObjectKey{Name: namespace}, &obj); err != nil {
+			log.WithError(err).Error("read namespace")
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read namespace %s: %w", namespace, err)), ReasonLookupFailed
+		}
+		ns.Labels = obj.Labels
+	}
+	var syncers v1alpha1.EurekaSyncerList
+	if !ns.Excluded && ns.Labels[v1alpha1.NamespaceInjectionLabel] == "enabled" {
+		if err := h.reader.List(ctx, &syncers, client.InNamespace(namespace)); err != nil {
+			log.WithError(err).Error("list syncers")
+			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list EurekaSyncers of %s: %w", namespace, err)), ReasonLookupFailed
+		}
+	}
+
+	d := Decide(pod, ns, syncers.Items)
+	log = log.WithField("reason", d.Reason)
+	switch {
+	case d.Reason == ReasonInvalidAnnotation:
+		log.WithError(d.Err).Info("pod denied")
+		return admission.Denied(d.Err.Error()), d.Reason
+	case !d.Inject:
+		log.Debug("pod not injected")
+		return admission.Allowed(string(d.Reason)).WithWarnings(d.Warnings...), d.Reason
+	}
+
+	mutated, warnings, err := Mutate(pod, Config{Syncer: d.Syncer, Overrides: d.Overrides, Defaults: h.defaults})
+	if err != nil {
+		log.WithError(err).Info("pod denied")
+		return admission.Denied(fmt.Sprintf("EurekaSyncer %s cannot register this pod: %v", d.Syncer.Name, err)), ReasonInvalidConfig
+	}
+	raw, err := json.Marshal(mutated)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode mutated pod: %w", err)), ReasonMalformed
+	}
+	log.WithField("syncer", d.Syncer.Name).Info("pod injected")
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(append(d.Warnings, warnings...)...), d.Reason
 }
 
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
-
-var _ = http.StatusBadRequest

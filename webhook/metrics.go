@@ -1,0 +1,49 @@
+package webhook
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Reasons the handler adds for requests that never reach Decide.
+const (
+	// ReasonNotAPodCreate: another kind or operation; allowed untouched.
+	ReasonNotAPodCreate Reason = "not-a-pod-create"
+	// ReasonMalformed: the request could not be decoded.
+	ReasonMalformed Reason = "malformed-request"
+	// ReasonLookupFailed: the namespace or the syncers could not be read.
+	ReasonLookupFailed Reason = "lookup-failed"
+)
+
+var (
+	admissions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "eurekube_webhook_admissions_total",
+		Help: "Pod admissions by result (injected, skipped, denied, error) and reason.",
+	}, []string{"result", "reason"})
+	admissionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "eurekube_webhook_admission_duration_seconds",
+		Help:    "Time to answer one admission request, by result.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
+	}, []string{"result"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(admissions, admissionSeconds)
+}
+
+func observe(resp admission.Response, reason Reason, d time.Duration) {
+	result := "skipped"
+	switch {
+	case resp.Result != nil && resp.Result.Code >= 400 && !resp.Allowed && reason != ReasonInvalidAnnotation && reason != ReasonInvalidConfig:
+		result = "error"
+	case !resp.Allowed:
+		result = "denied"
+	case reason == ReasonInjected:
+		result = "injected"
+	}
+	admissions.WithLabelValues(result, string(reason)).Inc()
+	admissionSeconds.WithLabelValues(result).Observe(d.Seconds())
+}
