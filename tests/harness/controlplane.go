@@ -97,6 +97,9 @@ func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlP
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// Start leaves the processes running when a later step (such as
+		// installing the CRDs) fails.
+		_ = env.Stop()
 		return nil, fmt.Errorf("control plane: start kube-apiserver and etcd from %s: %w", assets, err)
 	}
 	cp := &ControlPlane{Env: env, Config: cfg, Scheme: scheme}
