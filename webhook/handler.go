@@ -104,6 +104,10 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 
 func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.Response, Reason) {
 	log := h.log.WithFields(logrus.Fields{"uid": req.UID, "namespace": req.Namespace, "name": req.Name})
+	if req.UID == "" && req.Kind.Kind == "" && req.Operation == "" {
+		log.Warn("empty admission request")
+		return admission.Errored(http.StatusBadRequest, errors.New("malformed AdmissionReview: no request")), ReasonMalformed
+	}
 	if req.Kind.Kind != "Pod" || req.Operation != admissionv1.Create {
 		return admission.Allowed("eurekube mutates only pod creations"), ReasonNotAPodCreate
 	}

@@ -1,0 +1,171 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+)
+
+// newTestWebhook serves the handler the way the manager does, over HTTP,
+// with a client holding plain data as the reader (the real API server path
+// is tested in tests/admission).
+func newTestWebhook(t testing.TB) *admission.Webhook {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: enabledNamespace().Labels}},
+		&s,
+	).Build()
+	return &admission.Webhook{Handler: NewHandler(Options{
+		Reader:             reader,
+		Decoder:            admission.NewDecoder(scheme),
+		Defaults:           testDefaults,
+		ExcludedNamespaces: []string{"eurekube-system", "kube-system"},
+	})}
+}
+
+func review(t testing.TB, op admissionv1.Operation, kind string, obj any) []byte {
+	t.Helper()
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID: "req-1", Operation: op, Namespace: "shop",
+			Kind:     metav1.GroupVersionKind{Version: "v1", Kind: kind},
+			Resource: metav1.GroupVersionResource{Version: "v1", Resource: strings.ToLower(kind) + "s"},
+			Object:   runtime.RawExtension{Raw: raw},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+func serve(h http.Handler, body []byte) (int, admissionv1.AdmissionReview) {
+	req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var out admissionv1.AdmissionReview
+	_ = json.Unmarshal(rec.Body.Bytes(), &out)
+	return rec.Code, out
+}
+
+func TestHandler_InjectsAMatchingPodWithAJSONPatch(t *testing.T) {
+	_, out := serve(newTestWebhook(t), review(t, admissionv1.Create, "Pod", springPod()))
+	if out.Response == nil || !out.Response.Allowed || len(out.Response.Patch) == 0 {
+		t.Fatalf("response = %+v, want allowed with a patch", out.Response)
+	}
+	if !strings.Contains(string(out.Response.Patch), v1alpha1.RegistrarContainerName) {
+		t.Fatalf("patch does not add the registrar: %s", out.Response.Patch)
+	}
+}
+
+func TestHandler_DeniesAnInvalidAnnotationWithTheReason(t *testing.T) {
+	pod := springPod()
+	pod.Annotations = map[string]string{AnnotationPreStopSleep: "forever"}
+	_, out := serve(newTestWebhook(t), review(t, admissionv1.Create, "Pod", pod))
+	if out.Response == nil || out.Response.Allowed || !strings.Contains(out.Response.Result.Message, AnnotationPreStopSleep) || !strings.Contains(out.Response.Result.Message, "forever") {
+		t.Fatalf("response = %+v, want a denial naming the annotation and value", out.Response)
+	}
+}
+
+func TestHandler_MalformedRequestsGetAnErrorResponseNeverAPanic(t *testing.T) {
+	wh := newTestWebhook(t)
+	for name, body := range map[string][]byte{
+		"not JSON":               []byte("{{{"),
+		"empty body":             nil,
+		"review without request": []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`),
+		"object is not a pod":    review(t, admissionv1.Create, "Pod", map[string]any{"spec": "nonsense"}),
+		"object is garbage":      []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","kind":{"version":"v1","kind":"Pod"},"operation":"CREATE","namespace":"shop","object":"AAAA"}}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out := serve(wh, body)
+			if code == http.StatusOK && (out.Response == nil || out.Response.Allowed && len(out.Response.Patch) > 0) {
+				t.Fatalf("HTTP %d, response %+v: want an error answer", code, out.Response)
+			}
+			if out.Response != nil && out.Response.Allowed {
+				t.Fatalf("malformed request allowed: %+v", out.Response)
+			}
+		})
+	}
+}
+
+func TestHandler_OtherKindsAndOperationsPassUntouched(t *testing.T) {
+	wh := newTestWebhook(t)
+	for name, body := range map[string][]byte{
+		"pod update": review(t, admissionv1.Update, "Pod", springPod()),
+		"a service":  review(t, admissionv1.Create, "Service", corev1.Service{}),
+	} {
+		_, out := serve(wh, body)
+		if out.Response == nil || !out.Response.Allowed || len(out.Response.Patch) != 0 {
+			t.Fatalf("%s: response = %+v, want allowed without a patch", name, out.Response)
+		}
+	}
+}
+
+func FuzzParseAnnotations(f *testing.F) {
+	f.Add(AnnotationPort, "8080")
+	f.Add(AnnotationMetadataPrefix+"zone", "a")
+	f.Add(AnnotationPreStopSleep, "-1")
+	f.Add(v1alpha1.AnnotationPrefix+"typo", "x")
+	f.Fuzz(func(t *testing.T, key, value string) {
+		o, err := ParseAnnotations(map[string]string{key: value})
+		if err != nil && !strings.Contains(err.Error(), key) {
+			t.Fatalf("error %q does not name the annotation %q", err, key)
+		}
+		if err == nil && o.PreStopSleep != nil && (*o.PreStopSleep < 0 || *o.PreStopSleep > 3600) {
+			t.Fatalf("accepted drain %d", *o.PreStopSleep)
+		}
+	})
+}
+
+func FuzzHandler(f *testing.F) {
+	wh := newTestWebhook(f)
+	f.Add(review(f, admissionv1.Create, "Pod", springPod()))
+	f.Add([]byte(`{"request":{"kind":{"kind":"Pod"},"operation":"CREATE","object":{}}}`))
+	f.Add([]byte("{}"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		code, _ := serve(wh, body) // must answer, never panic
+		if code == 0 {
+			t.Fatal("no answer")
+		}
+	})
+}
+
+func BenchmarkHandler(b *testing.B) {
+	wh := newTestWebhook(b)
+	body := review(b, admissionv1.Create, "Pod", springPod())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		wh.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatal(rec.Code)
+		}
+	}
+}
