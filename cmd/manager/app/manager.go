@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"github.com/eurekube/eurekube/controller"
+	"github.com/eurekube/eurekube/controller"
 	"os"
 	"slices"
 
@@ -166,9 +168,15 @@ func setupWebhook(ctx context.Context, mgr manager.Manager, cfg Config, clusterI
 // setupControllers registers the reconcilers; they run on the elected
 // leader only.
 func setupControllers(mgr manager.Manager, cfg Config, clusterID string, log *logrus.Entry) error {
-	// The EurekaSyncer reconciler (package controller) is wired here, with
-	// cfg.ResyncPeriod, clusterID, cfg.EurekaURLs and mgr.GetAPIReader()
-	// for the uncached reads that confirm a pod is gone.
+	err := controller.Setup(mgr, controller.Options{
+		ClusterID:         clusterID,
+		ResyncPeriod:      cfg.ResyncPeriod,
+		DefaultEurekaURLs: cfg.EurekaURLs,
+		Logger:            log.WithField("controller", "eurekasyncer"),
+	})
+	if err != nil {
+		return fmt.Errorf("set up the EurekaSyncer reconciler: %w", err)
+	}
 	return nil
 }
 

@@ -1,0 +1,59 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
+)
+
+// clients keeps one eureka.Client per set of URLs and credentials, so
+// connections are reused across reconciles.
+type clients struct {
+	reader   client.Reader // uncached: Secrets are never cached
+	defaults []string
+	timeout  time.Duration
+	log      logrus.FieldLogger
+	observer eureka.Observer
+
+	mu     sync.Mutex
+	byHash map[[32]byte]*eureka.Client
+}
+
+// forSyncer returns the client for a syncer's servers and credentials.
+func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eureka.Client, error) {
+	urls := s.Spec.Eureka.ServiceURLs
+	if len(urls) == 0 {
+		urls = c.defaults
+	}
+	var user, pass string
+	if ref := s.Spec.Eureka.CredentialsSecretRef; ref != nil {
+		var secret corev1.Secret
+		if err := c.reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}, &secret); err != nil {
+			return nil, fmt.Errorf("read Eureka credentials from Secret %s: %w", ref.Name, err)
+		}
+		user, pass = string(secret.Data["username"]), string(secret.Data["password"])
+	}
+	key := sha256.Sum256([]byte(strings.Join(urls, "\n") + "\x00" + user + "\x00" + pass))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.byHash[key]; ok {
+		return cl, nil
+	}
+	cl, err := eureka.New(eureka.Options{URLs: urls, Username: user, Password: pass, Timeout: c.timeout, Logger: c.log, Observer: c.observer})
+	if err != nil {
+		return nil, err
+	}
+	c.byHash[key] = cl
+	return cl, nil
+}

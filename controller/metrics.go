@@ -1,0 +1,45 @@
+package controller
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/eurekube/eurekube/eureka"
+)
+
+var (
+	instancesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eurekube_syncer_instances",
+		Help: "This cluster's Eureka instances of a syncer, by status.",
+	}, []string{"namespace", "syncer", "status"})
+	orphansRemoved = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "eurekube_orphans_removed_total",
+		Help: "Instances removed from Eureka because their pod no longer exists.",
+	}, []string{"namespace", "syncer"})
+	eurekaRequests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "eurekube_eureka_request_duration_seconds",
+		Help:    "Eureka requests of the reconciler, by operation and result.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"op", "result"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(instancesGauge, orphansRemoved, eurekaRequests)
+}
+
+// requestObserver feeds eurekaRequests; it implements eureka.Observer.
+type requestObserver struct{}
+
+func (requestObserver) ObserveRequest(op, _ string, d time.Duration, err error) {
+	result := "ok"
+	switch {
+	case errors.Is(err, eureka.ErrNotFound):
+		result = "not_found"
+	case err != nil:
+		result = "error"
+	}
+	eurekaRequests.WithLabelValues(op, result).Observe(d.Seconds())
+}
