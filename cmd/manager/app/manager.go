@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"github.com/eurekube/eurekube/controller"
-	"github.com/eurekube/eurekube/controller"
 	"os"
 	"slices"
 
@@ -26,6 +24,7 @@ import (
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/cmd/internal/logging"
+	"github.com/eurekube/eurekube/controller"
 	"github.com/eurekube/eurekube/webhook"
 )
 
