@@ -10,12 +10,12 @@ import (
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -52,7 +52,7 @@ const maxNamedPods = 5
 type Reconciler struct {
 	client    client.Client
 	apiReader client.Reader
-	recorder  record.EventRecorder
+	recorder  events.EventRecorder
 	clients   *clients
 	opts      Options
 }
@@ -68,7 +68,7 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 	return &Reconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
-		recorder:  mgr.GetEventRecorderFor("eurekube"),
+		recorder:  mgr.GetEventRecorder("eurekube"),
 		opts:      o,
 		clients: &clients{
 			reader: mgr.GetAPIReader(), defaults: o.DefaultEurekaURLs, timeout: o.EurekaTimeout,
@@ -144,7 +144,7 @@ func (r *Reconciler) sync(ctx context.Context, s *v1alpha1.EurekaSyncer) error {
 	}
 	obs.eurekaErr = err
 	if err != nil {
-		r.recorder.Eventf(s, corev1.EventTypeWarning, "EurekaUnreachable", "%v", err)
+		r.recorder.Eventf(s, nil, corev1.EventTypeWarning, "EurekaUnreachable", "Sync", "%v", err)
 	}
 	return r.writeStatus(ctx, s, obs)
 }
@@ -208,7 +208,7 @@ func (r *Reconciler) collectOrphans(ctx context.Context, s *v1alpha1.EurekaSynce
 		removed = append(removed, inst.InstanceID)
 	}
 	orphansRemoved.WithLabelValues(s.Namespace, s.Name).Add(float64(len(removed)))
-	r.recorder.Eventf(s, corev1.EventTypeNormal, "OrphansRemoved", "removed %d instance(s) whose pod no longer exists: %s", len(removed), names(removed))
+	r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "OrphansRemoved", "CollectOrphans", "removed %d instance(s) whose pod no longer exists: %s", len(removed), names(removed))
 	return len(removed), kept, nil
 }
 
@@ -256,7 +256,7 @@ func (r *Reconciler) detach(ctx context.Context, s *v1alpha1.EurekaSyncer) (reco
 		_, insts, err = r.collectOrphans(ctx, s, cl, insts)
 	}
 	if err != nil {
-		r.recorder.Eventf(s, corev1.EventTypeWarning, "DetachBlocked",
+		r.recorder.Eventf(s, nil, corev1.EventTypeWarning, "DetachBlocked", "Detach",
 			"cannot reach Eureka to remove this syncer's instances (%v); the finalizer %s stays until it can, or remove it by hand to abandon them", err, v1alpha1.Finalizer)
 		return retry, nil
 	}
@@ -273,7 +273,7 @@ func (r *Reconciler) detach(ctx context.Context, s *v1alpha1.EurekaSyncer) (reco
 			marked = append(marked, inst.InstanceID)
 		}
 		if len(marked) > 0 {
-			r.recorder.Eventf(s, corev1.EventTypeNormal, "Detaching",
+			r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "Detaching", "Detach",
 				"marked %d instance(s) DOWN: %s; they leave Eureka when their pods stop — restart or delete the pods to remove the sidecars", len(marked), names(marked))
 		}
 		return retry, nil
@@ -283,7 +283,7 @@ func (r *Reconciler) detach(ctx context.Context, s *v1alpha1.EurekaSyncer) (reco
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	instancesGauge.DeletePartialMatch(map[string]string{"namespace": s.Namespace, "syncer": s.Name})
-	r.recorder.Event(s, corev1.EventTypeNormal, "Detached", "no instance of this syncer is left in Eureka; pods created from now on are not injected")
+	r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "Detached", "Detach", "no instance of this syncer is left in Eureka; pods created from now on are not injected")
 	return reconcile.Result{}, nil
 }
 
