@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/eurekube/eurekube/controller"
+	"github.com/eurekube/eurekube/tests/harness"
 )
 
 // BenchmarkReconcile1000 is one reconcile of a syncer selecting 1,000 pods
@@ -28,7 +29,7 @@ func BenchmarkReconcile1000(b *testing.B) {
 	log.SetLevel(logrus.ErrorLevel)
 	r := controller.NewReconciler(mgr, controller.Options{ClusterID: clusterID, ResyncPeriod: resync, Logger: log})
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: s.Name}}
-	eventually(b, 30*resync, "the cache holds the 1,000 pods", func() error {
+	harness.Eventually(b, 30*resync, "the cache holds the 1,000 pods", func() error {
 		if _, err := r.Reconcile(ctx, req); err != nil {
 			return err
 		}

@@ -28,7 +28,7 @@ func TestStatus_CountsSelectedInjectedAndRegisteredPods(t *testing.T) {
 		pod := newPod(t, ns, "orders", fmt.Sprintf("orders-%d", i), true, fmt.Sprintf("10.0.0.%d", i))
 		register(t, c, s, pod)
 	}
-	eventually(t, 3*resync, "status 3 selected, 3 injected, 3 registered, Ready", func() error {
+	harness.Eventually(t, 3*resync, "status 3 selected, 3 injected, 3 registered, Ready", func() error {
 		got, err := getSyncer(s)
 		if err != nil {
 			return err
@@ -75,7 +75,7 @@ func TestOrphans_AnInstanceWhosePodIsGoneIsRemovedWithinOneResync(t *testing.T) 
 			keepInst := register(t, c, s, keep)
 			doomed := newPod(t, ns, "payments", "payments-2", true, "10.0.1.2")
 			orphan := register(t, c, s, doomed)
-			eventually(t, 3*resync, "both registered", func() error {
+			harness.Eventually(t, 3*resync, "both registered", func() error {
 				got, err := getSyncer(s)
 				if err != nil || got.Status.RegisteredInstances != 2 {
 					all, lerr := c.Instances(context.Background(), s.EffectiveAppName())
@@ -89,7 +89,7 @@ func TestOrphans_AnInstanceWhosePodIsGoneIsRemovedWithinOneResync(t *testing.T) 
 				t.Fatal(err)
 			}
 			deleted := time.Now()
-			eventually(t, resync+2*time.Second, "orphan removed", func() error {
+			harness.Eventually(t, resync+2*time.Second, "orphan removed", func() error {
 				_, err := c.Instance(context.Background(), orphan.App, orphan.InstanceID)
 				if errors.Is(err, eureka.ErrNotFound) {
 					return nil
@@ -99,7 +99,7 @@ func TestOrphans_AnInstanceWhosePodIsGoneIsRemovedWithinOneResync(t *testing.T) 
 			if _, err := c.Instance(context.Background(), keepInst.App, keepInst.InstanceID); err != nil {
 				t.Fatalf("the instance of a live pod was removed: %v", err)
 			}
-			eventually(t, 3*resync, "orphan counted", func() error {
+			harness.Eventually(t, 3*resync, "orphan counted", func() error {
 				got, err := getSyncer(s)
 				if err != nil || got.Status.OrphansRemoved != 1 || got.Status.RegisteredInstances != 1 {
 					return fmt.Errorf("status %+v, %v", got.Status, err)
@@ -115,7 +115,7 @@ func TestPodsInjected_FalseNamingASelectedPodWithoutTheRegistrar(t *testing.T) {
 	s := newSyncer(t, ns, "billing")
 	newPod(t, ns, "billing", "billing-injected", true, "10.0.2.1")
 	newPod(t, ns, "billing", "billing-before-label", false, "10.0.2.2")
-	eventually(t, 3*resync, "PodsInjected false naming the pod", func() error {
+	harness.Eventually(t, 3*resync, "PodsInjected false naming the pod", func() error {
 		got, err := getSyncer(s)
 		if err != nil {
 			return err
@@ -144,12 +144,12 @@ func TestEurekaDown_ReportedWithTheURLAndRecoveredOnItsOwn(t *testing.T) {
 			return nil
 		}
 	}
-	eventually(t, 3*resync, "reachable", condition(metav1.ConditionTrue, ""))
+	harness.Eventually(t, 3*resync, "reachable", condition(metav1.ConditionTrue, ""))
 	proxy.Block()
 	defer proxy.Unblock()
-	eventually(t, 3*resync+2*time.Second, "unreachable, naming the URL", condition(metav1.ConditionFalse, proxy.Addr()))
+	harness.Eventually(t, 3*resync+2*time.Second, "unreachable, naming the URL", condition(metav1.ConditionFalse, proxy.Addr()))
 	proxy.Unblock()
-	eventually(t, 3*resync+2*time.Second, "reachable again", condition(metav1.ConditionTrue, ""))
+	harness.Eventually(t, 3*resync+2*time.Second, "reachable again", condition(metav1.ConditionTrue, ""))
 }
 
 func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
@@ -165,7 +165,7 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 	if err := k8s.Delete(ctx, gone, &clientGrace0); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*resync, "finalizer added", func() error {
+	harness.Eventually(t, 3*resync, "finalizer added", func() error {
 		got, err := getSyncer(s)
 		if err != nil || len(got.Finalizers) == 0 {
 			return fmt.Errorf("finalizers %v, %v", got.Finalizers, err)
@@ -175,7 +175,7 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 	if err := k8s.Delete(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*resync, "the running pod's instance out of traffic, the orphan gone", func() error {
+	harness.Eventually(t, 3*resync, "the running pod's instance out of traffic, the orphan gone", func() error {
 		got, err := c.Instance(ctx, inst.App, inst.InstanceID)
 		if err != nil || got.Status != eureka.StatusDown {
 			return fmt.Errorf("running pod's instance: %+v, %v", got.Status, err)
@@ -195,7 +195,7 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 	if err := k8s.Delete(ctx, running, &clientGrace0); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 3*resync, "syncer gone once nothing is left", func() error {
+	harness.Eventually(t, 3*resync, "syncer gone once nothing is left", func() error {
 		if _, err := getSyncer(s); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("syncer still there (%v)", err)
 		}

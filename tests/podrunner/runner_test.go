@@ -64,21 +64,6 @@ func servingPod(name string, preStopSleep int64) *corev1.Pod {
 	}
 }
 
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func get(url string) (string, error) {
 	c := http.Client{Timeout: time.Second}
 	resp, err := c.Get(url)
@@ -100,7 +85,7 @@ func TestRunner_RunsAPodOnItsOwnLoopbackIPAndReportsItReady(t *testing.T) {
 	}
 	ips := map[string]string{}
 	for _, name := range []string{"web-1", "web-2"} {
-		eventually(t, 20*time.Second, name+" ready", func() error {
+		harness.Eventually(t, 20*time.Second, name+" ready", func() error {
 			var pod corev1.Pod
 			if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, &pod); err != nil {
 				return err
@@ -131,7 +116,7 @@ func TestRunner_KeepsServingThroughThePreStopSleepThenRemovesThePod(t *testing.T
 		t.Fatal(err)
 	}
 	var ip string
-	eventually(t, 20*time.Second, "pod serving", func() error {
+	harness.Eventually(t, 20*time.Second, "pod serving", func() error {
 		if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return err
 		}
@@ -150,7 +135,7 @@ func TestRunner_KeepsServingThroughThePreStopSleepThenRemovesThePod(t *testing.T
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	eventually(t, 10*time.Second, "pod removed after SIGTERM", func() error {
+	harness.Eventually(t, 10*time.Second, "pod removed after SIGTERM", func() error {
 		err := cp.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
 		if apierrors.IsNotFound(err) {
 			return nil

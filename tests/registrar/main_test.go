@@ -193,22 +193,6 @@ func eurekaClient(t testing.TB) *eureka.Client {
 	return c
 }
 
-// eventually polls cond every 50 ms until it returns nil or timeout passes.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // statusIs reads the instance straight from the registry.
 func statusIs(ctx context.Context, c *eureka.Client, p *pod, want eureka.Status) func() error {
 	return func() error {

@@ -22,17 +22,17 @@ func TestRegistrar_FollowsAppHealthAndLeavesOnSIGTERM(t *testing.T) {
 	p := startRegistrar(t, injectedEnv("orders", app.port, server.URL()))
 	c := eurekaClient(t)
 
-	eventually(t, 10*time.Second, "registered STARTING while the app is not healthy", statusIs(ctx, c, p, eureka.StatusStarting))
+	harness.Eventually(t, 10*time.Second, "registered STARTING while the app is not healthy", statusIs(ctx, c, p, eureka.StatusStarting))
 
 	// One 200 ms health period, plus the registration and the poll.
 	app.healthy.Store(true)
-	eventually(t, time.Second, "UP once the app is healthy", statusIs(ctx, c, p, eureka.StatusUp))
+	harness.Eventually(t, time.Second, "UP once the app is healthy", statusIs(ctx, c, p, eureka.StatusUp))
 
 	app.healthy.Store(false)
-	eventually(t, 3*time.Second, "DOWN after the failure threshold", statusIs(ctx, c, p, eureka.StatusDown))
+	harness.Eventually(t, 3*time.Second, "DOWN after the failure threshold", statusIs(ctx, c, p, eureka.StatusDown))
 
 	app.healthy.Store(true)
-	eventually(t, time.Second, "UP again after recovery", statusIs(ctx, c, p, eureka.StatusUp))
+	harness.Eventually(t, time.Second, "UP again after recovery", statusIs(ctx, c, p, eureka.StatusUp))
 
 	// What a Spring Cloud client reads from GET /eureka/apps/{APP}.
 	inst := springRead(t, "ORDERS", p.instanceID())
@@ -59,7 +59,7 @@ func TestRegistrar_FollowsAppHealthAndLeavesOnSIGTERM(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Second, "gone from the server after SIGTERM", func() error {
+	harness.Eventually(t, time.Second, "gone from the server after SIGTERM", func() error {
 		_, err := c.Instance(ctx, p.app, p.instanceID())
 		if errors.Is(err, eureka.ErrNotFound) {
 			return nil
@@ -82,12 +82,12 @@ func TestRegistrar_RegistersAgainWithMetadataWhenTheLeaseIsDeleted(t *testing.T)
 	app.healthy.Store(true)
 	p := startRegistrar(t, injectedEnv("payments", app.port, server.URL()))
 	c := eurekaClient(t)
-	eventually(t, 10*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
+	harness.Eventually(t, 10*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
 
 	if err := c.Cancel(ctx, p.app, p.instanceID()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "registered again after its lease was deleted", func() error {
+	harness.Eventually(t, 5*time.Second, "registered again after its lease was deleted", func() error {
 		inst, err := c.Instance(ctx, p.app, p.instanceID())
 		if err != nil {
 			return err
@@ -109,13 +109,13 @@ func TestRegistrar_RegistersAgainAfterTheServerRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
+	harness.Eventually(t, 10*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
 	restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := own.Restart(restartCtx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "registered again on the restarted server", func() error {
+	harness.Eventually(t, 10*time.Second, "registered again on the restarted server", func() error {
 		inst, err := c.Instance(ctx, p.app, p.instanceID())
 		if err != nil {
 			return err
@@ -147,7 +147,7 @@ func TestRegistrar_WaitsOutAnUnreachableEurekaWithBoundedLogs(t *testing.T) {
 
 	// Let it fail for minutes: until it has made 70 attempts (over two
 	// minutes with a 2 s backoff cap), as its metrics report.
-	eventually(t, 5*time.Minute, "two minutes of failed attempts", func() error {
+	harness.Eventually(t, 5*time.Minute, "two minutes of failed attempts", func() error {
 		n := failedRequests(t, env[sidecar.EnvListenAddr])
 		if n < 70 {
 			return fmt.Errorf("%v failed attempts so far", n)
@@ -164,7 +164,7 @@ func TestRegistrar_WaitsOutAnUnreachableEurekaWithBoundedLogs(t *testing.T) {
 
 	proxy.Unblock()
 	// One backoff step (2 s cap, ±20 % jitter) plus a request.
-	eventually(t, 4*time.Second, "registered once Eureka is back", statusIs(ctx, c, p, eureka.StatusUp))
+	harness.Eventually(t, 4*time.Second, "registered once Eureka is back", statusIs(ctx, c, p, eureka.StatusUp))
 }
 
 func TestRegistrar_WorksThroughTheSecondURLWhenTheFirstIsDead(t *testing.T) {
@@ -174,9 +174,9 @@ func TestRegistrar_WorksThroughTheSecondURLWhenTheFirstIsDead(t *testing.T) {
 	app.healthy.Store(true)
 	p := startRegistrar(t, injectedEnv("shipping", app.port, fmt.Sprintf("http://127.0.0.1:%d/eureka", dead), server.URL()))
 	c := eurekaClient(t)
-	eventually(t, 10*time.Second, "UP through the second URL", statusIs(ctx, c, p, eureka.StatusUp))
+	harness.Eventually(t, 10*time.Second, "UP through the second URL", statusIs(ctx, c, p, eureka.StatusUp))
 	hb := func() float64 { return metric(t, p, `eurekube_registrar_heartbeats_total{result="ok"}`) }
-	eventually(t, 5*time.Second, "heartbeats through the second URL", func() error {
+	harness.Eventually(t, 5*time.Second, "heartbeats through the second URL", func() error {
 		if hb() < 2 {
 			return fmt.Errorf("%v heartbeats", hb())
 		}
