@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,12 +33,5 @@ func init() {
 type requestObserver struct{}
 
 func (requestObserver) ObserveRequest(op, _ string, d time.Duration, err error) {
-	result := "ok"
-	switch {
-	case errors.Is(err, eureka.ErrNotFound):
-		result = "not_found"
-	case err != nil:
-		result = "error"
-	}
-	eurekaRequests.WithLabelValues(op, result).Observe(d.Seconds())
+	eurekaRequests.WithLabelValues(op, eureka.Outcome(err)).Observe(d.Seconds())
 }

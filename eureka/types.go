@@ -79,3 +79,16 @@ var (
 	// nothing was sent.
 	ErrInvalid = errors.New("eureka: invalid input")
 )
+
+// Outcome names a request's result for metric labels: "ok", "not_found"
+// or "error".
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, ErrNotFound):
+		return "not_found"
+	default:
+		return "error"
+	}
+}

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,18 +49,18 @@ func (m *Metrics) ObserveRequest(op, _ string, d time.Duration, err error) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(op, result(err)).Observe(d.Seconds())
+	m.requests.WithLabelValues(op, eureka.Outcome(err)).Observe(d.Seconds())
 }
 
 func (m *Metrics) observeRegistration(err error) {
 	if m != nil {
-		m.registrations.WithLabelValues(result(err)).Inc()
+		m.registrations.WithLabelValues(eureka.Outcome(err)).Inc()
 	}
 }
 
 func (m *Metrics) observeHeartbeat(err error) {
 	if m != nil {
-		m.heartbeats.WithLabelValues(result(err)).Inc()
+		m.heartbeats.WithLabelValues(eureka.Outcome(err)).Inc()
 	}
 }
 
@@ -87,15 +86,4 @@ func (m *Metrics) setAppHealthy(healthy bool) {
 		v = 1
 	}
 	m.appHealthy.Set(v)
-}
-
-func result(err error) string {
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.Is(err, eureka.ErrNotFound):
-		return "not_found"
-	default:
-		return "error"
-	}
 }
