@@ -1,9 +1,9 @@
 package webhook
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,7 +69,7 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []string, error) {
 		return nil, nil, err
 	}
 
-	image := cmp(spec.Sidecar.Image, cfg.Defaults.RegistrarImage)
+	image := cmp.Or(spec.Sidecar.Image, cfg.Defaults.RegistrarImage)
 	if image == "" {
 		return nil, nil, fmt.Errorf("no registrar image: set spec.sidecar.image of EurekaSyncer %s or the manager's --registrar-image", cfg.Syncer.Name)
 	}
@@ -174,8 +174,8 @@ func registrarEnv(pod *corev1.Pod, app int, port int32, cfg Config) ([]corev1.En
 	if o.AppName != "" {
 		appName = strings.ToUpper(o.AppName)
 	}
-	vip := cmp(o.VIPAddress, spec.VIPAddress, strings.ToLower(appName))
-	secureVIP := cmp(o.SecureVIPAddress, spec.SecureVIPAddress, strings.ToLower(appName))
+	vip := cmp.Or(o.VIPAddress, spec.VIPAddress, strings.ToLower(appName))
+	secureVIP := cmp.Or(o.SecureVIPAddress, spec.SecureVIPAddress, strings.ToLower(appName))
 
 	urls := spec.Eureka.ServiceURLs
 	if len(urls) == 0 {
@@ -242,7 +242,7 @@ func registrarEnv(pod *corev1.Pod, app int, port int32, cfg Config) ([]corev1.En
 		corev1.EnvVar{Name: sidecar.EnvLeaseRenewalInterval, Value: seconds(renewal)},
 		corev1.EnvVar{Name: sidecar.EnvLeaseDuration, Value: seconds(duration)},
 		corev1.EnvVar{Name: sidecar.EnvShutdownTimeout, Value: registrarShutdownTimeout.String()},
-		corev1.EnvVar{Name: sidecar.EnvLogLevel, Value: cmp(cfg.Defaults.RegistrarLogLevel, "info")})
+		corev1.EnvVar{Name: sidecar.EnvLogLevel, Value: cmp.Or(cfg.Defaults.RegistrarLogLevel, "info")})
 	return env, nil
 }
 
@@ -296,7 +296,7 @@ func resolveHealthCheck(pod *corev1.Pod, app int, port int32, cfg Config) (healt
 	portSource := ""
 	if hc := cfg.Syncer.Spec.HealthCheck; hc != nil {
 		h.kind, h.path = hc.Type, hc.Path
-		h.scheme = cmp(hc.Scheme, "HTTP")
+		h.scheme = cmp.Or(hc.Scheme, "HTTP")
 		h.period = orDefault(hc.PeriodSeconds, 5)
 		h.timeout = orDefault(hc.TimeoutSeconds, 1)
 		h.failureThreshold = orDefault(hc.FailureThreshold, 3)
@@ -310,8 +310,8 @@ func resolveHealthCheck(pod *corev1.Pod, app int, port int32, cfg Config) (healt
 		h.successThreshold = orDefault(p.SuccessThreshold, 1)
 		source := fmt.Sprintf("the readinessProbe of container %s", pod.Spec.Containers[app].Name)
 		if p.HTTPGet != nil {
-			h.kind, h.path = v1alpha1.HealthCheckHTTP, cmp(p.HTTPGet.Path, "/")
-			h.scheme = cmp(string(p.HTTPGet.Scheme), "HTTP")
+			h.kind, h.path = v1alpha1.HealthCheckHTTP, cmp.Or(p.HTTPGet.Path, "/")
+			h.scheme = cmp.Or(string(p.HTTPGet.Scheme), "HTTP")
 			probePort, portSource = &p.HTTPGet.Port, source
 		} else {
 			probePort, portSource = &p.TCPSocket.Port, source
@@ -392,8 +392,6 @@ func resources(cfg Config) corev1.ResourceRequirements {
 	return *res
 }
 
-// setResource makes an annotation's quantity both the request and the
-// limit of one resource.
 func setResource(res *corev1.ResourceRequirements, name corev1.ResourceName, q resource.Quantity) {
 	if res.Requests == nil {
 		res.Requests = corev1.ResourceList{}
@@ -401,8 +399,8 @@ func setResource(res *corev1.ResourceRequirements, name corev1.ResourceName, q r
 	if res.Limits == nil {
 		res.Limits = corev1.ResourceList{}
 	}
-	res.Requests[name] = q.DeepCopy()
-	res.Limits[name] = q.DeepCopy()
+	res.Requests[name] = q
+	res.Limits[name] = q
 }
 
 // preStopSleep is the pod's annotation, else the syncer's drain, else the
@@ -455,15 +453,6 @@ func secretEnv(name, secret, key string) corev1.EnvVar {
 }
 
 func seconds(n int32) string { return (time.Duration(n) * time.Second).String() }
-
-// cmp returns the first non-empty string.
-func cmp(values ...string) string {
-	i := slices.IndexFunc(values, func(v string) bool { return v != "" })
-	if i < 0 {
-		return ""
-	}
-	return values[i]
-}
 
 func orDefault(v, def int32) int32 {
 	if v > 0 {
