@@ -392,6 +392,8 @@ func resources(cfg Config) corev1.ResourceRequirements {
 	return *res
 }
 
+// setResource makes an annotation's quantity both the request and the
+// limit of one resource.
 func setResource(res *corev1.ResourceRequirements, name corev1.ResourceName, q resource.Quantity) {
 	if res.Requests == nil {
 		res.Requests = corev1.ResourceList{}
@@ -399,8 +401,8 @@ func setResource(res *corev1.ResourceRequirements, name corev1.ResourceName, q r
 	if res.Limits == nil {
 		res.Limits = corev1.ResourceList{}
 	}
-	res.Requests[name] = q
-	res.Limits[name] = q
+	res.Requests[name] = q.DeepCopy()
+	res.Limits[name] = q.DeepCopy()
 }
 
 // preStopSleep is the pod's annotation, else the syncer's drain, else the
