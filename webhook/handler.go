@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -150,7 +151,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 	switch {
 	case d.Reason == ReasonInvalidAnnotation:
 		log.WithError(d.Err).Info("pod denied")
-		return admission.Denied(d.Err.Error()), d.Reason
+		return deny(d.Err.Error()).WithWarnings(d.Warnings...), d.Reason
 	case !d.Inject:
 		log.Debug("pod not injected")
 		return admission.Allowed(string(d.Reason)).WithWarnings(d.Warnings...), d.Reason
@@ -159,7 +160,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 	mutated, warnings, err := Mutate(pod, Config{Syncer: d.Syncer, Overrides: d.Overrides, Defaults: h.defaults})
 	if err != nil {
 		log.WithError(err).Info("pod denied")
-		return admission.Denied(fmt.Sprintf("EurekaSyncer %s cannot register this pod: %v", d.Syncer.Name, err)), ReasonInvalidConfig
+		return deny(fmt.Sprintf("EurekaSyncer %s cannot register this pod: %v", d.Syncer.Name, err)).WithWarnings(d.Warnings...), ReasonInvalidConfig
 	}
 	raw, err := json.Marshal(mutated)
 	if err != nil {
@@ -167,6 +168,15 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 	}
 	log.WithField("syncer", d.Syncer.Name).Info("pod injected")
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(append(d.Warnings, warnings...)...), d.Reason
+}
+
+// deny refuses the pod as a bad request (HTTP 400 in the status), with a
+// message naming what to fix: the annotation, the value and what is allowed.
+func deny(message string) admission.Response {
+	resp := admission.Denied(message)
+	resp.Result.Code = http.StatusBadRequest
+	resp.Result.Reason = metav1.StatusReasonBadRequest
+	return resp
 }
 
 type discard struct{}

@@ -89,6 +89,9 @@ func TestHandler_DeniesAnInvalidAnnotationWithTheReason(t *testing.T) {
 	if out.Response == nil || out.Response.Allowed || !strings.Contains(out.Response.Result.Message, AnnotationPreStopSleep) || !strings.Contains(out.Response.Result.Message, "forever") {
 		t.Fatalf("response = %+v, want a denial naming the annotation and value", out.Response)
 	}
+	if out.Response.Result.Code != http.StatusBadRequest {
+		t.Fatalf("denial code = %d, want %d", out.Response.Result.Code, http.StatusBadRequest)
+	}
 }
 
 func TestHandler_MalformedRequestsGetAnErrorResponseNeverAPanic(t *testing.T) {
