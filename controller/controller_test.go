@@ -113,6 +113,7 @@ func TestOrphans_AnInstanceWhosePodIsGoneIsRemovedWithinOneResync(t *testing.T) 
 func TestPodsInjected_FalseNamingASelectedPodWithoutTheRegistrar(t *testing.T) {
 	ns := newNamespace(t)
 	s := newSyncer(t, ns, "billing")
+	foreign(t, directClient(t, server.URL()), s)
 	newPod(t, ns, "billing", "billing-injected", true, "10.0.2.1")
 	newPod(t, ns, "billing", "billing-before-label", false, "10.0.2.2")
 	harness.Eventually(t, 3*resync, "PodsInjected false naming the pod", func() error {
@@ -131,6 +132,7 @@ func TestPodsInjected_FalseNamingASelectedPodWithoutTheRegistrar(t *testing.T) {
 func TestEurekaDown_ReportedWithTheURLAndRecoveredOnItsOwn(t *testing.T) {
 	ns := newNamespace(t)
 	s := newSyncer(t, ns, "shipping") // default URL: through the proxy
+	foreign(t, directClient(t, server.URL()), s)
 	condition := func(want metav1.ConditionStatus, mention string) func() error {
 		return func() error {
 			got, err := getSyncer(s)
@@ -175,7 +177,7 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 	if err := k8s.Delete(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 3*resync, "the running pod's instance out of traffic, the orphan gone", func() error {
+	harness.Eventually(t, 3*resync, "the running pod's instance out of traffic, the orphan gone, the pod to restart named", func() error {
 		got, err := c.Instance(ctx, inst.App, inst.InstanceID)
 		if err != nil || got.Status != eureka.StatusDown {
 			return fmt.Errorf("running pod's instance: %+v, %v", got.Status, err)
@@ -183,8 +185,12 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 		if _, err := c.Instance(ctx, orphan.App, orphan.InstanceID); !errors.Is(err, eureka.ErrNotFound) {
 			return fmt.Errorf("orphan still there (%v)", err)
 		}
-		if _, err := getSyncer(s); apierrors.IsNotFound(err) {
+		syncer, err := getSyncer(s)
+		if apierrors.IsNotFound(err) {
 			return errors.New("finalizer released while an instance was left")
+		}
+		if c := meta.FindStatusCondition(syncer.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != "Detaching" || !strings.Contains(c.Message, running.Name) {
+			return fmt.Errorf("Ready condition %+v, want Detaching naming %s", c, running.Name)
 		}
 		return nil
 	})
@@ -216,4 +222,49 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 	if !strings.Contains(strings.Join(reasons, ","), "Detaching") || !strings.Contains(strings.Join(reasons, ","), "Detached") {
 		t.Fatalf("events %v, want Detaching and Detached", reasons)
 	}
+}
+
+func TestOrphans_APodThatNoLongerMatchesIsNotAnOrphan(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	s := newSyncer(t, ns, "search", server.URL())
+	c := directClient(t, server.URL())
+	foreign(t, c, s)
+	relabelled := newPod(t, ns, "search", "search-1", true, "10.0.4.1")
+	kept := register(t, c, s, relabelled)
+	harness.Eventually(t, 3*resync, "registered", func() error {
+		got, err := getSyncer(s)
+		if err != nil || got.Status.RegisteredInstances != 1 || got.Status.SelectedPods != 1 {
+			return fmt.Errorf("status %+v, %v", got.Status, err)
+		}
+		return nil
+	})
+	// Taken out of the selector for debugging: its registrar still runs.
+	relabelled.Labels["app"] = "search-debug"
+	if err := k8s.Update(ctx, relabelled); err != nil {
+		t.Fatal(err)
+	}
+	// A true orphan whose removal proves that a collection ran after the
+	// relabelling.
+	doomed := newPod(t, ns, "search", "search-2", true, "10.0.4.2")
+	orphan := register(t, c, s, doomed)
+	if err := k8s.Delete(ctx, doomed, &clientGrace0); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 3*resync, "the true orphan removed", func() error {
+		if _, err := c.Instance(ctx, orphan.App, orphan.InstanceID); !errors.Is(err, eureka.ErrNotFound) {
+			return fmt.Errorf("orphan still there (%v)", err)
+		}
+		return nil
+	})
+	if _, err := c.Instance(ctx, kept.App, kept.InstanceID); err != nil {
+		t.Fatalf("the instance of a running pod outside the selector was removed: %v", err)
+	}
+	harness.Eventually(t, 3*resync, "0 selected, 1 registered", func() error {
+		got, err := getSyncer(s)
+		if err != nil || got.Status.SelectedPods != 0 || got.Status.RegisteredInstances != 1 {
+			return fmt.Errorf("status %+v, %v", got.Status, err)
+		}
+		return nil
+	})
 }

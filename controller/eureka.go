@@ -18,7 +18,8 @@ import (
 )
 
 // clients keeps one eureka.Client per set of URLs and credentials, so
-// connections are reused across reconciles.
+// connections are reused across reconciles. A rotated password makes a new
+// client; the few old ones are left for the garbage of a restart.
 type clients struct {
 	reader   client.Reader // uncached: Secrets are never cached
 	defaults []string
@@ -26,8 +27,8 @@ type clients struct {
 	log      logrus.FieldLogger
 	observer eureka.Observer
 
-	mu     sync.Mutex
-	byHash map[[32]byte]*eureka.Client
+	mu    sync.Mutex
+	byKey map[[32]byte]*eureka.Client
 }
 
 // forSyncer returns the client for a syncer's servers and credentials.
@@ -39,6 +40,7 @@ func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eur
 	var user, pass string
 	if ref := s.Spec.Eureka.CredentialsSecretRef; ref != nil {
 		var secret corev1.Secret
+		// Uncached: the manager does not watch (and so does not keep) Secrets.
 		if err := c.reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}, &secret); err != nil {
 			return nil, fmt.Errorf("read Eureka credentials from Secret %s: %w", ref.Name, err)
 		}
@@ -47,13 +49,13 @@ func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eur
 	key := sha256.Sum256([]byte(strings.Join(urls, "\n") + "\x00" + user + "\x00" + pass))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cl, ok := c.byHash[key]; ok {
+	if cl, ok := c.byKey[key]; ok {
 		return cl, nil
 	}
 	cl, err := eureka.New(eureka.Options{URLs: urls, Username: user, Password: pass, Timeout: c.timeout, Logger: c.log, Observer: c.observer})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("client for Eureka at %v: %w", urls, err)
 	}
-	c.byHash[key] = cl
+	c.byKey[key] = cl
 	return cl, nil
 }

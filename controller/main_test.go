@@ -117,8 +117,9 @@ func newPod(t testing.TB, ns, app, name string, injected bool, ip string) *corev
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": app}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
 	}
-	if injected {
+	if injected { // what the webhook adds, as far as the reconciler looks
 		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: v1alpha1.RegistrarContainerName, Image: "eurekube/registrar:test"})
+		pod.Annotations = map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusInjected, v1alpha1.SyncerAnnotation: app}
 	}
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
 )
 
@@ -34,4 +35,23 @@ type requestObserver struct{}
 
 func (requestObserver) ObserveRequest(op, _ string, d time.Duration, err error) {
 	eurekaRequests.WithLabelValues(op, eureka.Outcome(err)).Observe(d.Seconds())
+}
+
+// forgetMetrics drops the series of a syncer that is gone.
+func forgetMetrics(namespace, syncer string) {
+	labels := map[string]string{"namespace": namespace, "syncer": syncer}
+	instancesGauge.DeletePartialMatch(labels)
+	orphansRemoved.DeletePartialMatch(labels)
+}
+
+// setInstanceGauges publishes how many of the syncer's instances are in
+// each status (zero included, so a status that empties is seen as 0).
+func setInstanceGauges(s *v1alpha1.EurekaSyncer, insts []eureka.Instance) {
+	counts := map[eureka.Status]int{eureka.StatusUp: 0, eureka.StatusDown: 0, eureka.StatusStarting: 0, eureka.StatusOutOfService: 0}
+	for _, inst := range insts {
+		counts[inst.Status]++
+	}
+	for status, n := range counts {
+		instancesGauge.WithLabelValues(s.Namespace, s.Name, string(status)).Set(float64(n))
+	}
 }

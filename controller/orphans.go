@@ -1,0 +1,96 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
+)
+
+// orphanSuspects returns the pod UIDs of insts that are not in known. An
+// instance without a pod UID is never a suspect: nothing could confirm
+// that its pod is gone.
+func orphanSuspects(insts []eureka.Instance, known map[types.UID]struct{}) map[types.UID]struct{} {
+	suspects := map[types.UID]struct{}{}
+	for _, inst := range insts {
+		uid := types.UID(inst.Metadata[eureka.MetaPodUID])
+		if _, ok := known[uid]; !ok && uid != "" {
+			suspects[uid] = struct{}{}
+		}
+	}
+	return suspects
+}
+
+// collectOrphans cancels the instances (all of this cluster and syncer:
+// insts come filtered by markers) whose pod no longer exists, and returns
+// how many it removed and the instances left. A pod is gone only when
+// neither the cache nor an uncached read of the API server knows its UID.
+func (r *Reconciler) collectOrphans(ctx context.Context, s *v1alpha1.EurekaSyncer, cl *eureka.Client, insts []eureka.Instance, selected map[types.UID]struct{}) (int, []eureka.Instance, error) {
+	gone := orphanSuspects(insts, selected)
+	if len(gone) == 0 {
+		return 0, insts, nil
+	}
+	// Not selected is not gone: a pod whose labels changed still runs its
+	// registrar.
+	var cached corev1.PodList
+	if err := r.client.List(ctx, &cached, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return 0, insts, fmt.Errorf("list pods: %w", err)
+	}
+	forgetKnown(gone, cached.Items, func(p *corev1.Pod) types.UID { return p.UID })
+	if len(gone) == 0 {
+		return 0, insts, nil
+	}
+	// The cache may lag behind a pod created a moment ago whose registrar
+	// was quicker: ask the API server itself.
+	var current metav1.PartialObjectMetadataList
+	current.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	if err := r.apiReader.List(ctx, &current, client.InNamespace(s.Namespace)); err != nil {
+		return 0, insts, fmt.Errorf("confirm that pods are gone: %w", err)
+	}
+	forgetKnown(gone, current.Items, func(p *metav1.PartialObjectMetadata) types.UID { return p.UID })
+	if len(gone) == 0 {
+		return 0, insts, nil
+	}
+
+	kept := make([]eureka.Instance, 0, len(insts))
+	var removed []string
+	var err error
+	for _, inst := range insts {
+		if _, orphan := gone[types.UID(inst.Metadata[eureka.MetaPodUID])]; !orphan || err != nil {
+			kept = append(kept, inst)
+			continue
+		}
+		switch cerr := cl.Cancel(ctx, inst.App, inst.InstanceID); {
+		case cerr == nil:
+			removed = append(removed, inst.InstanceID)
+		case errors.Is(cerr, eureka.ErrNotFound):
+			// Gone already: the list read was stale.
+		default:
+			// Eureka is failing: leave the rest for the next resync.
+			err = fmt.Errorf("remove orphan %s: %w", inst.InstanceID, cerr)
+			kept = append(kept, inst)
+		}
+	}
+	if len(removed) > 0 {
+		orphansRemoved.WithLabelValues(s.Namespace, s.Name).Add(float64(len(removed)))
+		r.log.WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name, "instances": removed}).
+			Info("removed instances whose pod no longer exists")
+		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "OrphansRemoved", "CollectOrphans",
+			"removed %d instance(s) whose pod no longer exists: %s", len(removed), names(removed))
+	}
+	return len(removed), kept, err
+}
+
+// forgetKnown deletes from uids those of objs.
+func forgetKnown[T any](uids map[types.UID]struct{}, objs []T, uid func(*T) types.UID) {
+	for i := range objs {
+		delete(uids, uid(&objs[i]))
+	}
+}
