@@ -1,16 +1,26 @@
 // Package controller is the EurekaSyncer reconciler. For each syncer it
 // measures the selected pods (from the manager's cache) and this cluster's
 // instances of the syncer (from Eureka, which cannot be watched, so every
-// syncer is requeued each resync period), writes the status when something
-// changed, and removes orphans: instances carrying this cluster's markers
-// whose pod no longer exists, confirmed with an uncached read. It never
-// touches an instance without this cluster's markers.
+// syncer is requeued each resync period), removes orphans, and writes the
+// status when something changed.
+//
+// Orphans are instances carrying this cluster's markers (managed-by,
+// cluster id, namespace, syncer) whose pod UID no longer exists: absent
+// from the cache and then from an uncached read of the API server. An
+// instance without this cluster's markers (a VM's, another cluster's) is
+// never touched. Orphans are only looked for after the pod informer has
+// synced, which controller-runtime guarantees before the first reconcile.
+//
+// status.lastSyncTime is the last successful read of Eureka; it is
+// rewritten with any other change of the status, or when older than five
+// minutes, so an idle syncer costs no API write per resync.
 //
 // Deleting a syncer (finalizer eurekube.io/finalizer) detaches it: the
-// webhook stops injecting at once; instances of running pods are
-// re-registered DOWN (a client-reported DOWN wins over Eureka's lease
-// rules, and unlike the /status override it is not sticky), so callers stop
-// using them; they leave Eureka when their pods stop, and the finalizer is
-// released once none is left. Events tell the operator to restart the pods
-// to remove the sidecars.
+// webhook stops injecting at once; the instances of pods that are gone are
+// removed; those of running pods are re-registered DOWN (a client-reported
+// DOWN survives heartbeats and, unlike the /status override, is not sticky),
+// so callers stop using them. They leave Eureka when their pods stop and
+// the registrar cancels. The finalizer is released once no instance of the
+// syncer is left and no pod runs its registrar; until then the Ready
+// condition (reason Detaching) and events name the pods to restart.
 package controller
