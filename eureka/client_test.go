@@ -2,7 +2,6 @@ package eureka_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -208,34 +207,14 @@ func TestInstances_SpringClientReadsWhatItNeeds(t *testing.T) {
 	if err := c.Register(ctx(t), inst); err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequestWithContext(ctx(t), http.MethodGet, server.URL()+"/apps/SPRING-APP", nil)
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	instances, err := server.SpringRead("SPRING-APP")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var body struct {
-		Application struct {
-			Name     string
-			Instance []struct {
-				HostName       string
-				IPAddr         string
-				VIPAddress     string `json:"vipAddress"`
-				Status         string
-				Port           map[string]any
-				DataCenterInfo map[string]any
-				Metadata       map[string]string
-			}
-		}
+	if len(instances) != 1 {
+		t.Fatalf("instances = %d, want 1", len(instances))
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
-	if len(body.Application.Instance) != 1 {
-		t.Fatalf("instances = %d, want 1", len(body.Application.Instance))
-	}
-	got := body.Application.Instance[0]
+	got := instances[0]
 	checks := map[string][2]any{
 		"hostName":            {got.HostName, "10.1.2.3"},
 		"ipAddr":              {got.IPAddr, "10.1.2.3"},

@@ -2,10 +2,8 @@ package registrar_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"syscall"
 	"testing"
@@ -217,37 +215,18 @@ func TestRegistrar_BadConfigurationExitsNamingTheVariable(t *testing.T) {
 	}
 }
 
-// springInstance is the part of GET /eureka/apps/{APP} a Spring client reads.
-type springInstance struct {
-	InstanceID string `json:"instanceId"`
-	HostName   string `json:"hostName"`
-	IPAddr     string `json:"ipAddr"`
-	VIPAddress string `json:"vipAddress"`
-	Status     string `json:"status"`
-	Port       map[string]any
-	Metadata   map[string]string
-}
-
-func springRead(t *testing.T, app, id string) springInstance {
+// springRead finds one instance in what a Spring client reads.
+func springRead(t *testing.T, app, id string) harness.SpringInstance {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, server.URL()+"/apps/"+app, nil)
-	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	instances, err := server.SpringRead(app)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var body struct {
-		Application struct{ Instance []springInstance }
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
-	for _, inst := range body.Application.Instance {
+	for _, inst := range instances {
 		if inst.InstanceID == id {
 			return inst
 		}
 	}
 	t.Fatalf("%s not in GET /apps/%s", id, app)
-	return springInstance{}
+	return harness.SpringInstance{}
 }
