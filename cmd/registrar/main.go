@@ -107,8 +107,7 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 	fs.SetOutput(stderr)
 	values := map[string]*string{}
 	for _, env := range sidecar.EnvNames() {
-		name := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "EUREKUBE_")), "_", "-")
-		values[env] = fs.String(name, "", "overrides "+env)
+		values[env] = fs.String(flagName(env), "", "overrides "+env)
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -116,10 +115,15 @@ func parseFlags(args []string, lookupEnv func(string) (string, bool), stderr io.
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return func(env string) (string, bool) {
-		name := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "EUREKUBE_")), "_", "-")
-		if set[name] {
+		if set[flagName(env)] {
 			return *values[env], true
 		}
 		return lookupEnv(env)
 	}, nil
+}
+
+// flagName is the flag of an environment variable:
+// EUREKUBE_HEALTH_PATH → health-path.
+func flagName(env string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(env, "EUREKUBE_")), "_", "-")
 }

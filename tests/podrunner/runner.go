@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/sirupsen/logrus"
@@ -297,18 +298,11 @@ func appPort(ctr *corev1.Container) string {
 // runner's stand-in for the pod's own network namespace.
 func bindPodIP(env []string, ip string) []string {
 	for i, kv := range env {
-		if port, ok := cutPrefix(kv, "EUREKUBE_LISTEN_ADDR=:"); ok {
+		if port, ok := strings.CutPrefix(kv, "EUREKUBE_LISTEN_ADDR=:"); ok {
 			env[i] = "EUREKUBE_LISTEN_ADDR=" + net.JoinHostPort(ip, port)
 		}
 	}
 	return env
-}
-
-func cutPrefix(s, prefix string) (string, bool) {
-	if len(s) >= len(prefix) && s[:len(prefix)] == prefix {
-		return s[len(prefix):], true
-	}
-	return "", false
 }
 
 // ipPool hands out 127.0.0.2 … 127.0.255.254, one per pod.
