@@ -1,0 +1,121 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Process is a program the harness started, its output in a log file. It
+// runs in its own process group and is killed with the test binary if that
+// dies first, so no test leaves a process behind.
+type Process struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+}
+
+// startProcess starts bin with args and env (added to this process's
+// environment), appending its output to logPath.
+func startProcess(name, bin string, args, env []string, logPath string) (*Process, error) {
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("%s: start %s: %w", name, bin, err)
+	}
+	p := &Process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid is the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// LogPath is the file holding the process's output.
+func (p *Process) LogPath() string { return p.logPath }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Kill ends the process group at once (SIGKILL), as a crash or an evicted
+// node would, and waits for it to be gone.
+func (p *Process) Kill() {
+	_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
+	<-p.done
+}
+
+// Stop sends SIGTERM and waits up to 10 s before killing the group.
+func (p *Process) Stop() error {
+	if p.Exited() {
+		return nil
+	}
+	_ = syscall.Kill(-p.Pid(), syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(10 * time.Second):
+		p.Kill()
+		return fmt.Errorf("%s did not stop within 10 s of SIGTERM; killed", p.name)
+	}
+}
+
+// logTail is the end of the process's output, for error messages.
+func (p *Process) logTail() string {
+	data, _ := os.ReadFile(p.logPath)
+	return tail(string(data), 3000)
+}
+
+// waitHTTP200 waits until url answers 200 through c (nil: a plain client),
+// the process exits (an error with its log), or timeout (the process is
+// killed).
+func (p *Process) waitHTTP200(ctx context.Context, c *http.Client, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if c == nil {
+		c = &http.Client{Timeout: time.Second}
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if resp, err := c.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited during start-up (log %s):\n%s", p.name, p.logPath, p.logTail())
+		case <-ctx.Done():
+			p.Kill()
+			return fmt.Errorf("%s: %s did not answer 200 within %s (log %s):\n%s", p.name, url, timeout, p.logPath, p.logTail())
+		case <-tick.C:
+		}
+	}
+}
