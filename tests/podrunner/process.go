@@ -31,7 +31,9 @@ type podProcess struct {
 	mu          sync.Mutex
 	containers  []*container
 	terminating bool
-	done        chan struct{}
+	// crashed: every container was killed and stays down (Runner.Crash).
+	crashed bool
+	done    chan struct{}
 }
 
 type container struct {
@@ -107,7 +109,7 @@ func (pp *podProcess) probeLoop(ctx context.Context) {
 	var written string
 	for {
 		pp.mu.Lock()
-		if pp.terminating {
+		if pp.terminating || pp.crashed {
 			pp.mu.Unlock()
 			return
 		}

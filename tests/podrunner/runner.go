@@ -102,6 +102,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: r.forget,
 	}); err != nil {
 		return err
 	}
@@ -275,6 +276,52 @@ func (r *Runner) registerNode(ctx context.Context) error {
 	if err := r.client.Status().Update(ctx, node); err != nil {
 		return fmt.Errorf("pod runner: node status: %w", err)
 	}
+	return nil
+}
+
+// forget kills the processes of a pod that vanished from the API server
+// without passing through termination (deleted with grace period 0), as the
+// kubelet does for a force-deleted pod.
+func (r *Runner) forget(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	pp := r.running[pod.UID]
+	delete(r.running, pod.UID)
+	r.mu.Unlock()
+	if pp != nil {
+		pp.mu.Lock()
+		pp.crashed = true
+		pp.mu.Unlock()
+		pp.kill()
+		r.ips.release(pod.UID)
+	}
+}
+
+// Crash kills every container of a running pod with SIGKILL and keeps them
+// down, as when the pod's node dies: nothing gets to run a preStop hook or
+// to cancel the pod's Eureka registration. The pod object stays until it is
+// deleted; deleting it then removes it at once.
+func (r *Runner) Crash(key types.NamespacedName) error {
+	obj, exists, err := r.pods.GetByKey(key.String())
+	if err != nil || !exists {
+		return fmt.Errorf("pod runner: crash %s: pod not found", key)
+	}
+	r.mu.Lock()
+	pp := r.running[obj.(*corev1.Pod).UID]
+	r.mu.Unlock()
+	if pp == nil {
+		return fmt.Errorf("pod runner: crash %s: the pod does not run here", key)
+	}
+	pp.mu.Lock()
+	pp.crashed = true
+	pp.mu.Unlock()
+	pp.kill()
 	return nil
 }
 

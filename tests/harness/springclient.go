@@ -1,0 +1,138 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// SpringClientOptions configure StartSpringClient.
+type SpringClientOptions struct {
+	// EurekaURL is the server the client discovers through (Eureka.URL()).
+	EurekaURL string
+	// Service is the name the client calls, http://<service><Path>, such
+	// as "orders" (Spring Cloud LoadBalancer resolves it through Eureka).
+	Service string
+	Path    string
+	// Interval between two calls (default 20 ms).
+	Interval time.Duration
+	// CacheSeconds is both the Eureka client's registry fetch interval and
+	// the LoadBalancer cache TTL (default 30, Spring's default for both).
+	CacheSeconds int
+	// Args are extra Spring Boot arguments, such as
+	// "--eureka.client.register-with-eureka=true".
+	Args []string
+	// LogDir receives spring-client.log.
+	LogDir string
+	// StartTimeout bounds the wait for /stats (default 90 s).
+	StartTimeout time.Duration
+}
+
+// SpringClient is tests/spring-client running: a real Spring Cloud service
+// (Eureka discovery, Spring Cloud LoadBalancer, a @LoadBalanced RestClient)
+// calling a service by name at a steady rate.
+type SpringClient struct {
+	*Process
+	port int
+}
+
+// SpringStats is what the client has seen since it started.
+type SpringStats struct {
+	OK        int64  `json:"ok"`
+	Failed    int64  `json:"failed"`
+	LastError string `json:"lastError"`
+	// ByInstance counts successful calls by the body answered, which the
+	// pod runner's test app sets to its pod name.
+	ByInstance map[string]int64 `json:"byInstance"`
+}
+
+// StartSpringClient builds (or finds cached) the client jar, starts it and
+// waits until its /stats answers.
+func StartSpringClient(ctx context.Context, o SpringClientOptions) (*SpringClient, error) {
+	if o.EurekaURL == "" || o.Service == "" || o.LogDir == "" {
+		return nil, errors.New("spring client: SpringClientOptions needs an EurekaURL, a Service and a LogDir")
+	}
+	if o.Path == "" {
+		o.Path = "/"
+	}
+	if o.Interval == 0 {
+		o.Interval = 20 * time.Millisecond
+	}
+	if o.CacheSeconds == 0 {
+		o.CacheSeconds = 30
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 90 * time.Second
+	}
+	jar, err := buildArtifact("EUREKUBE_SPRING_CLIENT_JAR", "tests/spring-client/build.sh")
+	if err != nil {
+		return nil, fmt.Errorf("spring client: %w", err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, fmt.Errorf("spring client: %w", err)
+	}
+	args := append([]string{
+		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xmx256m",
+		"-jar", jar,
+		"--server.port=" + strconv.Itoa(port),
+		"--eureka.client.service-url.defaultZone=" + o.EurekaURL,
+		"--eurekube.client.service=" + o.Service,
+		"--eurekube.client.path=" + o.Path,
+		"--eurekube.client.interval-ms=" + strconv.FormatInt(o.Interval.Milliseconds(), 10),
+		"--eurekube.client.cache-seconds=" + strconv.Itoa(o.CacheSeconds),
+	}, o.Args...)
+	logPath := filepath.Join(o.LogDir, "spring-client-"+strconv.Itoa(port)+".log")
+	p, err := startProcess("spring client", "java", args, nil, logPath)
+	if err != nil {
+		return nil, err
+	}
+	c := &SpringClient{Process: p, port: port}
+	if err := p.waitHTTP200(ctx, nil, c.statsURL(), o.StartTimeout); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *SpringClient) statsURL() string {
+	return "http://127.0.0.1:" + strconv.Itoa(c.port) + "/stats"
+}
+
+// Stats reads the client's counters.
+func (c *SpringClient) Stats(ctx context.Context) (SpringStats, error) {
+	var s SpringStats
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.statsURL(), nil)
+	if err != nil {
+		return s, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return s, fmt.Errorf("spring client stats: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return s, fmt.Errorf("spring client stats: %s", resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		return s, fmt.Errorf("spring client stats: %w", err)
+	}
+	return s, nil
+}
+
+// Since is what happened between an earlier reading and this one.
+func (s SpringStats) Since(before SpringStats) SpringStats {
+	d := SpringStats{OK: s.OK - before.OK, Failed: s.Failed - before.Failed, LastError: s.LastError, ByInstance: map[string]int64{}}
+	for k, v := range s.ByInstance {
+		if n := v - before.ByInstance[k]; n > 0 {
+			d.ByInstance[k] = n
+		}
+	}
+	return d
+}
