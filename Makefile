@@ -15,6 +15,12 @@ IMAGE_TAG      ?= dev
 GO_TEST_FLAGS  ?= -count=1 -timeout 40m
 FUZZTIME       ?= 10s
 export EUREKUBE_CACHE := $(CACHE)
+# Builds (or finds cached) what the tests and the sandbox run, and exports
+# their paths. Assigned before export, so a failed build stops the recipe.
+ARTIFACTS := KUBEBUILDER_ASSETS=$$(tests/tools/envtest/build.sh); \
+	EUREKUBE_EUREKA_JAR=$$(tests/eureka-server/build.sh); \
+	EUREKUBE_SPRING_CLIENT_JAR=$$(tests/spring-client/build.sh); \
+	export KUBEBUILDER_ASSETS EUREKUBE_EUREKA_JAR EUREKUBE_SPRING_CLIENT_JAR
 
 .PHONY: help
 help: ## List the targets.
@@ -64,8 +70,7 @@ eureka-server: ## Build the Spring Cloud Eureka server used by the tests (Maven,
 .PHONY: test
 test: deps ## Install and build everything needed, then run every test.
 	@start=$$SECONDS; \
-	export KUBEBUILDER_ASSETS=$$(tests/tools/envtest/build.sh); \
-	export EUREKUBE_EUREKA_JAR=$$(tests/eureka-server/build.sh); \
+	$(ARTIFACTS); \
 	$(MAKE) --no-print-directory generate-check lint; \
 	go test $(GO_TEST_FLAGS) ./... ; \
 	$(MAKE) --no-print-directory fuzz; \
@@ -92,8 +97,10 @@ bench: ## Run the benchmarks and write bench/results.txt.
 	go test -run '^$$' -bench . -benchmem -count=1 ./... | tee bench/results.txt
 
 .PHONY: run
-run: ## The local sandbox (issue 6, not built yet).
-	@echo "make run: the local sandbox is not built yet (issue 6)"; exit 1
+run: deps ## The local sandbox: a cluster on this machine with Eurekube, Eureka and a sample service (Ctrl-C stops it).
+	@$(ARTIFACTS); \
+	go build -o bin/eurekube-sandbox ./tests/sandbox/cmd/eurekube-sandbox; \
+	exec bin/eurekube-sandbox $(RUN_ARGS)
 
 .PHONY: docker-build
 docker-build: ## Build the manager and registrar images where a Docker engine runs.

@@ -36,6 +36,8 @@ type EurekaOptions struct {
 	Args []string
 	// StartTimeout bounds the wait for the server to answer (default 90 s).
 	StartTimeout time.Duration
+	// LogDir receives eureka.log (default: a new temporary directory).
+	LogDir string
 }
 
 // Eureka is a running Spring Cloud Netflix Eureka server.
@@ -76,9 +78,11 @@ func StartEureka(ctx context.Context, opts EurekaOptions) (*Eureka, error) {
 			return nil, fmt.Errorf("eureka server: %w", err)
 		}
 	}
-	logDir, err := os.MkdirTemp("", "eurekube-eureka-")
-	if err != nil {
-		return nil, fmt.Errorf("eureka server: %w", err)
+	logDir := opts.LogDir
+	if logDir == "" {
+		if logDir, err = os.MkdirTemp("", "eurekube-eureka-"); err != nil {
+			return nil, fmt.Errorf("eureka server: %w", err)
+		}
 	}
 	e := &Eureka{opts: opts, jar: jar, logPath: filepath.Join(logDir, "eureka.log")}
 	if err := e.start(ctx); err != nil {

@@ -93,13 +93,14 @@ func StartSpringClient(ctx context.Context, o SpringClientOptions) (*SpringClien
 		return nil, err
 	}
 	c := &SpringClient{Process: p, port: port}
-	if err := p.waitHTTP200(ctx, nil, c.statsURL(), o.StartTimeout); err != nil {
+	if err := p.waitHTTP200(ctx, nil, c.StatsURL(), o.StartTimeout); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *SpringClient) statsURL() string {
+// StatsURL serves the client's counters as JSON.
+func (c *SpringClient) StatsURL() string {
 	return "http://127.0.0.1:" + strconv.Itoa(c.port) + "/stats"
 }
 
@@ -108,7 +109,7 @@ func (c *SpringClient) Stats(ctx context.Context) (SpringStats, error) {
 	var s SpringStats
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.statsURL(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.StatsURL(), nil)
 	if err != nil {
 		return s, err
 	}

@@ -23,6 +23,7 @@ type SpringInstance struct {
 }
 
 // SpringRead lists app's instances the way a Spring client fetches them.
+// An app the server does not know (404) has none.
 func (e *Eureka) SpringRead(app string) ([]SpringInstance, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -36,6 +37,9 @@ func (e *Eureka) SpringRead(app string) ([]SpringInstance, error) {
 		return nil, fmt.Errorf("GET /apps/%s: %w", app, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, nil
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET /apps/%s: HTTP %d", app, resp.StatusCode)
 	}

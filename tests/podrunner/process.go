@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -129,7 +130,7 @@ func (pp *podProcess) probeLoop(ctx context.Context) {
 			}
 			if time.Since(lastProbe[c.spec.Name]) >= period || !c.ready {
 				lastProbe[c.spec.Name] = time.Now()
-				c.ready = probe(ctx, pp.ip, c.spec.ReadinessProbe) == nil
+				c.ready = probe(ctx, pp.ip, c.spec) == nil
 			}
 		}
 		state := pp.stateKey()
@@ -155,7 +156,8 @@ func (pp *podProcess) probeLoop(ctx context.Context) {
 }
 
 // probe runs one readiness probe; no probe means ready once running.
-func probe(ctx context.Context, ip string, p *corev1.Probe) error {
+func probe(ctx context.Context, ip string, ctr *corev1.Container) error {
+	p := ctr.ReadinessProbe
 	if p == nil {
 		return nil
 	}
@@ -167,7 +169,7 @@ func probe(ctx context.Context, ip string, p *corev1.Probe) error {
 	defer cancel()
 	switch {
 	case p.HTTPGet != nil:
-		url := fmt.Sprintf("http://%s%s", net.JoinHostPort(ip, p.HTTPGet.Port.String()), p.HTTPGet.Path)
+		url := fmt.Sprintf("http://%s%s", net.JoinHostPort(ip, portOf(ctr, p.HTTPGet.Port)), p.HTTPGet.Path)
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
@@ -182,13 +184,26 @@ func probe(ctx context.Context, ip string, p *corev1.Probe) error {
 		}
 		return nil
 	case p.TCPSocket != nil:
-		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(ip, p.TCPSocket.Port.String()))
+		conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(ip, portOf(ctr, p.TCPSocket.Port)))
 		if err != nil {
 			return err
 		}
 		return conn.Close()
 	}
 	return nil
+}
+
+// portOf resolves a probe's or hook's port, by number or by the name of
+// one of the container's ports.
+func portOf(ctr *corev1.Container, port intstr.IntOrString) string {
+	if port.Type == intstr.String {
+		for _, p := range ctr.Ports {
+			if p.Name == port.StrVal {
+				return strconv.Itoa(int(p.ContainerPort))
+			}
+		}
+	}
+	return port.String()
 }
 
 func (pp *podProcess) stateKey() string {
@@ -268,7 +283,7 @@ func (pp *podProcess) terminate(pod *corev1.Pod) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				runPreStop(pp.ip, c.spec.Lifecycle)
+				runPreStop(pp.ip, c.spec)
 				c.signal(syscall.SIGTERM)
 				<-c.exited
 			}()
@@ -292,7 +307,8 @@ func (pp *podProcess) terminate(pod *corev1.Pod) {
 // runPreStop runs a container's preStop hook: the sleep action, an
 // exec of "sleep N", or an HTTP GET. Other exec hooks are not supported and
 // skipped with no wait.
-func runPreStop(ip string, lc *corev1.Lifecycle) {
+func runPreStop(ip string, ctr *corev1.Container) {
+	lc := ctr.Lifecycle
 	if lc == nil || lc.PreStop == nil {
 		return
 	}
@@ -305,7 +321,7 @@ func runPreStop(ip string, lc *corev1.Lifecycle) {
 			time.Sleep(time.Duration(n) * time.Second)
 		}
 	case h.HTTPGet != nil:
-		resp, err := http.Get(fmt.Sprintf("http://%s%s", net.JoinHostPort(ip, h.HTTPGet.Port.String()), h.HTTPGet.Path))
+		resp, err := http.Get(fmt.Sprintf("http://%s%s", net.JoinHostPort(ip, portOf(ctr, h.HTTPGet.Port)), h.HTTPGet.Path))
 		if err == nil {
 			resp.Body.Close()
 		}
