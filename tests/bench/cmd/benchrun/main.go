@@ -1,0 +1,52 @@
+// Command benchrun is `make bench`: it measures Eurekube beside what it is
+// compared with and writes bench/results.json and bench/REPORT.md.
+//
+// BENCH_QUICK=1 uses small counts and short windows (a few minutes);
+// BENCH_PHASES=registrar,webhook,reconciler picks phases.
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/eurekube/eurekube/tests/bench"
+)
+
+func main() {
+	out := flag.String("out", "bench", "directory for results.json and REPORT.md")
+	work := flag.String("workdir", "", "directory for binaries, certificates and logs (default: a new temporary one)")
+	quick := flag.Bool("quick", os.Getenv("BENCH_QUICK") != "" && os.Getenv("BENCH_QUICK") != "0", "small counts and short windows (also BENCH_QUICK=1)")
+	phases := flag.String("phases", os.Getenv("BENCH_PHASES"), "comma-separated phases to run: "+strings.Join(bench.AllPhases, ",")+" (default all; also BENCH_PHASES)")
+	flag.Parse()
+
+	log := logrus.New()
+	log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	o := bench.Options{Quick: *quick, OutDir: *out, WorkDir: *work, Log: log}
+	if *phases != "" {
+		o.Phases = strings.Split(*phases, ",")
+	}
+	for _, p := range o.Phases {
+		if !slices.Contains(bench.AllPhases, p) {
+			log.WithField("phase", p).Fatalf("unknown phase: want one of %s", strings.Join(bench.AllPhases, ", "))
+		}
+	}
+	r, err := bench.Run(ctx, o)
+	if r != nil {
+		os.Stdout.WriteString(bench.FiguresTable(r))
+	}
+	if err != nil {
+		log.WithError(err).Error("bench failed")
+		os.Exit(1)
+	}
+	log.WithField("out", *out).Info("bench: wrote results.json and REPORT.md")
+}

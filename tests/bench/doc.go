@@ -1,0 +1,7 @@
+// Package bench measures Eurekube side by side with what it is compared
+// with, in one run on one machine: pod creation through the real API server
+// with and without the webhook, the webhook handler's throughput, the
+// registrar's latency, footprint and Eureka traffic beside a Spring Cloud
+// Eureka client, and the reconciler at scale. Run writes the figures to
+// results.json and REPORT.md; cmd/benchrun is the program `make bench` runs.
+package bench

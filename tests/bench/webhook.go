@@ -1,0 +1,467 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/tests/harness"
+	"github.com/eurekube/eurekube/webhook"
+)
+
+// WebhookOptions configure MeasureWebhook.
+type WebhookOptions struct {
+	Eureka  *harness.Eureka
+	WorkDir string
+	// Creates with the webhook and as many without.
+	Creates int
+	// HandlerRequests from one client, for the handler's latency.
+	HandlerRequests int
+	// HandlerDuration and HandlerClients of the throughput run.
+	HandlerDuration time.Duration
+	HandlerClients  int
+	Log             logrus.FieldLogger
+}
+
+const (
+	injectedNamespace = "bench-injected"
+	plainNamespace    = "bench-plain"
+	webhookWarmup     = 50
+)
+
+// benchPod is a Spring Boot app with a readinessProbe on the actuator, the
+// pod the webhook mutates most often.
+func benchPod(namespace string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "orders-", Namespace: namespace, Labels: map[string]string{"app": "orders"}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{
+				Name:  "orders",
+				Image: "registry.example/orders:1.4.2",
+				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/actuator/health", Port: intstr.FromString("http")}},
+					PeriodSeconds:    5,
+					FailureThreshold: 3,
+				},
+			}},
+		},
+	}
+}
+
+// MeasureWebhook installs Eurekube on a fresh control plane and adds the
+// webhook's figures to r: pod creation with and without it, interleaved,
+// and the handler alone over HTTPS.
+func MeasureWebhook(ctx context.Context, o WebhookOptions, r *Results) error {
+	cp, err := harness.StartControlPlane(ctx, harness.ControlPlaneOptions{})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cp.Stop() }()
+	e, err := harness.StartEurekube(ctx, cp, harness.EurekubeOptions{
+		Replicas: 1, BinDir: o.WorkDir, EurekaURLs: []string{o.Eureka.URL()}, ClusterID: "bench-cluster", ResyncPeriod: 30 * time.Second,
+	})
+	if err != nil {
+		return err
+	}
+	defer e.Stop()
+	cs, err := unthrottledClientset(cp.Config)
+	if err != nil {
+		return err
+	}
+	if err := webhookFixtures(ctx, cp); err != nil {
+		return err
+	}
+	if err := waitInjecting(ctx, cs); err != nil {
+		return err
+	}
+	if err := measureCreates(ctx, o, cs, r); err != nil {
+		return err
+	}
+	return measureHandler(ctx, o, e, r)
+}
+
+// unthrottledClientset reaches the API server without client-side rate
+// limiting, which would otherwise be measured as latency.
+func unthrottledClientset(cfg *rest.Config) (*kubernetes.Clientset, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = -1, 0
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("clientset: %w", err)
+	}
+	return cs, nil
+}
+
+// webhookFixtures creates a labelled namespace with a syncer selecting the
+// bench pods, and an unlabelled one the webhook is never called for.
+func webhookFixtures(ctx context.Context, cp *harness.ControlPlane) error {
+	for _, ns := range []*corev1.Namespace{
+		{ObjectMeta: metav1.ObjectMeta{Name: injectedNamespace, Labels: map[string]string{v1alpha1.NamespaceInjectionLabel: "enabled"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: plainNamespace}},
+	} {
+		if err := cp.Client.Create(ctx, ns); err != nil {
+			return fmt.Errorf("namespace %s: %w", ns.Name, err)
+		}
+	}
+	s := &v1alpha1.EurekaSyncer{
+		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: injectedNamespace},
+		Spec: v1alpha1.EurekaSyncerSpec{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "orders"}},
+			Port:     intstr.FromString("http"),
+		},
+	}
+	if err := cp.Client.Create(ctx, s); err != nil {
+		return fmt.Errorf("syncer: %w", err)
+	}
+	return nil
+}
+
+// waitInjecting waits until a dry-run create in the labelled namespace
+// comes back injected: the manager's cache holds the syncer.
+func waitInjecting(ctx context.Context, cs *kubernetes.Clientset) error {
+	return waitFor(ctx, time.Minute, 100*time.Millisecond, "the webhook injects", func() error {
+		pod, err := cs.CoreV1().Pods(injectedNamespace).Create(ctx, benchPod(injectedNamespace), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return err
+		}
+		if !injected(pod) {
+			return errors.New("created without the registrar")
+		}
+		return nil
+	})
+}
+
+func injected(pod *corev1.Pod) bool {
+	for _, c := range pod.Spec.Containers {
+		if c.Name == v1alpha1.RegistrarContainerName {
+			return true
+		}
+	}
+	return false
+}
+
+// measureCreates creates pods one at a time, alternating between the two
+// namespaces (and which goes first), so both see the same machine.
+func measureCreates(ctx context.Context, o WebhookOptions, cs *kubernetes.Clientset, r *Results) error {
+	create := func(ns string) (time.Duration, error) {
+		start := time.Now()
+		pod, err := cs.CoreV1().Pods(ns).Create(ctx, benchPod(ns), metav1.CreateOptions{})
+		d := time.Since(start)
+		if err != nil {
+			return 0, fmt.Errorf("create a pod in %s: %w", ns, err)
+		}
+		if injected(pod) != (ns == injectedNamespace) {
+			return 0, fmt.Errorf("pod %s/%s: injected=%v, want %v", ns, pod.Name, injected(pod), ns == injectedNamespace)
+		}
+		return d, nil
+	}
+	var with, without Durations
+	for i := range webhookWarmup + o.Creates {
+		order := []string{injectedNamespace, plainNamespace}
+		if i%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, ns := range order {
+			d, err := create(ns)
+			if err != nil {
+				return err
+			}
+			if i < webhookWarmup {
+				continue
+			}
+			if ns == injectedNamespace {
+				with = append(with, d)
+			} else {
+				without = append(without, d)
+			}
+		}
+	}
+	w50, w99, n50, n99 := with.Percentile(50), with.Percentile(99), without.Percentile(50), without.Percentile(99)
+	o.Log.WithFields(logrus.Fields{"with_p50": w50, "with_p99": w99, "without_p50": n50, "without_p99": n99, "creates": o.Creates}).Info("pod creates")
+	method := fmt.Sprintf("%d pod creates in a namespace labelled %s=enabled with a syncer selecting the pod (webhook called, pod injected) and %d in an unlabelled namespace (webhook not called), one at a time, alternating between the two and which goes first, after %d warm-up creates each; client-go without client-side rate limiting against the real kube-apiserver and etcd; the webhook is one manager replica behind the harness's Service (a loopback TCP balancer) over TLS. A Spring Boot pod with a readinessProbe.", o.Creates, v1alpha1.NamespaceInjectionLabel, o.Creates, webhookWarmup)
+	r.Add(Figure{
+		ID: "webhook.create_p50_with", Section: SectionWebhook, Name: "pod CREATE p50 with the webhook",
+		Value: ms(w50), Unit: "ms", Anchor: fmt.Sprintf("without: %s ms", formatValue(ms(n50))), Method: method,
+	})
+	r.Add(Figure{
+		ID: "webhook.create_p99_with", Section: SectionWebhook, Name: "pod CREATE p99 with the webhook",
+		Value: ms(w99), Unit: "ms", Anchor: fmt.Sprintf("without: %s ms (%d creates each)", formatValue(ms(n99)), o.Creates),
+	})
+	r.Add(Figure{
+		ID: "webhook.create_p99_ratio", Section: SectionWebhook, Name: "pod CREATE p99, with ÷ without",
+		Value: float64(w99) / float64(n99), Unit: "×", Target: Max(1.25),
+		Anchor:   fmt.Sprintf("%s ms ÷ %s ms", formatValue(ms(w99)), formatValue(ms(n99))),
+		IfMissed: "the webhook adds a TLS round trip to the manager, the decode, the decision, the mutation and the JSON patch to every create, and on this machine the API server, etcd, the manager and the load share two cores",
+	})
+	r.Add(Figure{
+		ID: "webhook.create_p99_added", Section: SectionWebhook, Name: "pod CREATE p99, added by the webhook",
+		Value: ms(w99 - n99), Unit: "ms", Target: Max(5),
+		Anchor:   fmt.Sprintf("p50 added: %s ms", formatValue(ms(w50-n50))),
+		IfMissed: "see the ratio above",
+	})
+	return nil
+}
+
+// measureHandler posts real AdmissionReviews straight to one manager's
+// webhook server over HTTPS with keep-alive: first from one client for the
+// latency, then from HandlerClients for the throughput.
+func measureHandler(ctx context.Context, o WebhookOptions, e *harness.Eurekube, r *Results) error {
+	m := e.Managers[0]
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(e.CA.PEM) {
+		return errors.New("handler: the CA bundle holds no certificate")
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig:     &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+		MaxIdleConnsPerHost: o.HandlerClients,
+		IdleConnTimeout:     time.Minute,
+	}}
+	url := "https://" + m.WebhookAddr() + webhook.Path
+	body, err := admissionReview(benchPod(injectedNamespace))
+	if err != nil {
+		return err
+	}
+	post := func() (time.Duration, error) {
+		start := time.Now()
+		resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			return 0, fmt.Errorf("handler: %w", err)
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		d := time.Since(start)
+		if err != nil || resp.StatusCode != http.StatusOK || !bytes.Contains(data, []byte(`"patch"`)) {
+			return 0, fmt.Errorf("handler: HTTP %d, want 200 with a patch (%v): %.300s", resp.StatusCode, err, data)
+		}
+		return d, nil
+	}
+	for range 200 { // warm-up: connections, caches, the JIT of the Go runtime's allocator
+		if _, err := post(); err != nil {
+			return err
+		}
+	}
+	var single Durations
+	for range o.HandlerRequests {
+		d, err := post()
+		if err != nil {
+			return err
+		}
+		single = append(single, d)
+	}
+
+	hist0, err := admissionHistogram(m.MetricsURL())
+	if err != nil {
+		return err
+	}
+	cpu0, err := CPUTime(m.Pid())
+	if err != nil {
+		return err
+	}
+	loaded, elapsed, err := loadHandler(ctx, o.HandlerClients, o.HandlerDuration, post)
+	if err != nil {
+		return err
+	}
+	cpu1, err := CPUTime(m.Pid())
+	if err != nil {
+		return err
+	}
+	hist1, err := admissionHistogram(m.MetricsURL())
+	if err != nil {
+		return err
+	}
+	serverP99 := hist1.sub(hist0).quantile(0.99)
+	rps := float64(len(loaded)) / elapsed.Seconds()
+	cpuPerReq := (cpu1 - cpu0) / time.Duration(max(1, len(loaded)))
+	o.Log.WithFields(logrus.Fields{"p99_one_client": single.Percentile(99), "rps": rps, "p99_loaded": loaded.Percentile(99), "server_p99_le": serverP99, "cpu_per_request": cpuPerReq}).Info("webhook handler")
+
+	r.Add(Figure{
+		ID: "webhook.handler_p99", Section: SectionWebhook, Name: "handler p99, one client",
+		Value: ms(single.Percentile(99)), Unit: "ms", Target: Max(1),
+		Anchor: fmt.Sprintf("p50 %s ms; server side under the %d-client load below: p99 ≤ %s ms (eurekube_webhook_admission_duration_seconds bucket)",
+			formatValue(ms(single.Percentile(50))), o.HandlerClients, formatValue(serverP99*1000)),
+		Method:   fmt.Sprintf("%d sequential POSTs of a real AdmissionReview (the Spring Boot pod's CREATE in the labelled namespace, answered with a patch) straight to one manager's webhook server over HTTPS/1.1 with keep-alive, after 200 warm-up requests; the full round trip as the client sees it (TLS, HTTP, decode, decision from the manager's cache, mutation, JSON patch).", o.HandlerRequests),
+		IfMissed: "the round trip includes TLS and HTTP on loopback besides the handler, and the machine's two cores are shared with the API server, etcd and Eureka",
+	})
+	r.Add(Figure{
+		ID: "webhook.handler_throughput", Section: SectionWebhook, Name: fmt.Sprintf("handler throughput, %d clients", o.HandlerClients),
+		Value: rps, Unit: "req/s",
+		Anchor: fmt.Sprintf("p99 under this load %s ms; the manager spent %s ms of CPU per request (%s req/s per core)",
+			formatValue(ms(loaded.Percentile(99))), formatValue(ms(cpuPerReq)), formatValue(float64(time.Second)/float64(max(1, cpuPerReq)))),
+		Method: fmt.Sprintf("%d clients with keep-alive posting the same AdmissionReview for %s; the load generator runs on the same 2 cores as the manager (and the idle API server, etcd and Eureka), so the manager gets part of them; its CPU per request is from /proc/PID/stat.", o.HandlerClients, o.HandlerDuration),
+	})
+	return nil
+}
+
+// loadHandler runs clients that call post back to back for d.
+func loadHandler(ctx context.Context, clients int, d time.Duration, post func() (time.Duration, error)) (Durations, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		all      Durations
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine Durations
+			for ctx.Err() == nil {
+				lat, err := post()
+				if err != nil {
+					if ctx.Err() == nil {
+						mu.Lock()
+						firstErr = cmpErr(firstErr, err)
+						mu.Unlock()
+					}
+					break
+				}
+				mine = append(mine, lat)
+			}
+			mu.Lock()
+			all = append(all, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return all, time.Since(start), firstErr
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// admissionReview is what the API server sends for a pod CREATE.
+func admissionReview(pod *corev1.Pod) ([]byte, error) {
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		return nil, fmt.Errorf("admission review: %w", err)
+	}
+	body, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:         "bench-0001",
+			Kind:        metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Resource:    metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+			RequestKind: &metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Namespace:   pod.Namespace,
+			Operation:   admissionv1.Create,
+			Object:      runtime.RawExtension{Raw: raw},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("admission review: %w", err)
+	}
+	return body, nil
+}
+
+// histogram is the cumulative bucket counts of one Prometheus histogram,
+// by upper bound in seconds.
+type histogram map[float64]float64
+
+// admissionHistogram reads the manager's admission duration histogram for
+// injected pods.
+func admissionHistogram(metricsURL string) (histogram, error) {
+	resp, err := http.Get(metricsURL)
+	if err != nil {
+		return nil, fmt.Errorf("manager metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("manager metrics: %s", resp.Status)
+	}
+	return parseHistogram(resp.Body, "eurekube_webhook_admission_duration_seconds", `result="injected"`)
+}
+
+// parseHistogram picks name's buckets whose labels contain match from the
+// Prometheus text format.
+func parseHistogram(r io.Reader, name, match string) (histogram, error) {
+	h := histogram{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"_bucket{") || !strings.Contains(line, match) {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, `le="`)
+		le, rest, ok := strings.Cut(rest, `"`)
+		fields := strings.Fields(rest)
+		if !ok || len(fields) < 2 {
+			return nil, fmt.Errorf("histogram %s: cannot read %q", name, line)
+		}
+		bound := math.Inf(1)
+		if le != "+Inf" {
+			var err error
+			if bound, err = strconv.ParseFloat(le, 64); err != nil {
+				return nil, fmt.Errorf("histogram %s: bound %q: %w", name, le, err)
+			}
+		}
+		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			return nil, fmt.Errorf("histogram %s: count in %q: %w", name, line, err)
+		}
+		h[bound] = n
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("histogram %s: %w", name, err)
+	}
+	if len(h) == 0 {
+		return nil, fmt.Errorf("histogram %s{%s}: not found", name, match)
+	}
+	return h, nil
+}
+
+func (h histogram) sub(before histogram) histogram {
+	d := histogram{}
+	for k, v := range h {
+		d[k] = v - before[k]
+	}
+	return d
+}
+
+// quantile is the upper bound of the bucket holding the q-quantile: the
+// true value is at most this.
+func (h histogram) quantile(q float64) float64 {
+	bounds := make([]float64, 0, len(h))
+	for b := range h {
+		bounds = append(bounds, b)
+	}
+	sort.Float64s(bounds)
+	total := h[math.Inf(1)]
+	for _, b := range bounds {
+		if h[b] >= q*total {
+			return b
+		}
+	}
+	return math.Inf(1)
+}
