@@ -8,7 +8,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/sirupsen/logrus"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/eurekube/eurekube/tests/harness"
 )
@@ -79,6 +81,8 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	if o.Log == nil {
 		o.Log = logrus.StandardLogger()
 	}
+	// envtest logs through controller-runtime; its lines add nothing here.
+	ctrllog.SetLogger(logr.Discard())
 	root, err := harness.RepoRoot()
 	if err != nil {
 		return nil, err
