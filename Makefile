@@ -90,11 +90,12 @@ fuzz: ## Run every fuzz target for FUZZTIME each.
 	done
 
 .PHONY: bench
-bench: ## Run the benchmarks and write bench/results.txt.
-	mkdir -p bench
-	export KUBEBUILDER_ASSETS=$$(tests/tools/envtest/build.sh); \
-	export EUREKUBE_EUREKA_JAR=$$(tests/eureka-server/build.sh); \
-	go test -run '^$$' -bench . -benchmem -count=1 ./... | tee bench/results.txt
+bench: deps ## Measure Eurekube beside what it is compared with: bench/results.json and bench/REPORT.md (BENCH_QUICK=1: minutes, for development).
+	@start=$$SECONDS; \
+	$(ARTIFACTS); \
+	go build -o bin/benchrun ./tests/bench/cmd/benchrun; \
+	bin/benchrun -out bench; \
+	echo "make bench: $$((SECONDS - start))s"
 
 .PHONY: run
 run: deps ## The local sandbox: a cluster on this machine with Eurekube, Eureka and a sample service (Ctrl-C stops it).

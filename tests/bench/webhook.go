@@ -280,6 +280,10 @@ func measureHandler(ctx context.Context, o WebhookOptions, e *harness.Eurekube, 
 			return err
 		}
 	}
+	singleHist0, err := admissionHistogram(m.MetricsURL())
+	if err != nil {
+		return err
+	}
 	var single Durations
 	for range o.HandlerRequests {
 		d, err := post()
@@ -293,6 +297,7 @@ func measureHandler(ctx context.Context, o WebhookOptions, e *harness.Eurekube, 
 	if err != nil {
 		return err
 	}
+	singleHist := hist0.sub(singleHist0)
 	cpu0, err := CPUTime(m.Pid())
 	if err != nil {
 		return err
@@ -317,10 +322,10 @@ func measureHandler(ctx context.Context, o WebhookOptions, e *harness.Eurekube, 
 	r.Add(Figure{
 		ID: "webhook.handler_p99", Section: SectionWebhook, Name: "handler p99, one client",
 		Value: ms(single.Percentile(99)), Unit: "ms", Target: Max(1),
-		Anchor: fmt.Sprintf("p50 %s ms; server side under the %d-client load below: p99 ≤ %s ms (eurekube_webhook_admission_duration_seconds bucket)",
-			formatValue(ms(single.Percentile(50))), o.HandlerClients, formatValue(serverP99*1000)),
+		Anchor: fmt.Sprintf("p50 %s ms; the handler alone (server side, eurekube_webhook_admission_duration_seconds): %.1f %% within 1 ms, p99 ≤ %s ms; under the %d-client load below: p99 ≤ %s ms",
+			formatValue(ms(single.Percentile(50))), 100*singleHist.within(0.001), formatValue(singleHist.quantile(0.99)*1000), o.HandlerClients, formatValue(serverP99*1000)),
 		Method:   fmt.Sprintf("%d sequential POSTs of a real AdmissionReview (the Spring Boot pod's CREATE in the labelled namespace, answered with a patch) straight to one manager's webhook server over HTTPS/1.1 with keep-alive, after 200 warm-up requests; the full round trip as the client sees it (TLS, HTTP, decode, decision from the manager's cache, mutation, JSON patch).", o.HandlerRequests),
-		IfMissed: "the round trip includes TLS and HTTP on loopback besides the handler, and the machine's two cores are shared with the API server, etcd and Eureka",
+		IfMissed: handlerMissReason(singleHist),
 	})
 	r.Add(Figure{
 		ID: "webhook.handler_throughput", Section: SectionWebhook, Name: fmt.Sprintf("handler throughput, %d clients", o.HandlerClients),
@@ -330,6 +335,15 @@ func measureHandler(ctx context.Context, o WebhookOptions, e *harness.Eurekube, 
 		Method: fmt.Sprintf("%d clients with keep-alive posting the same AdmissionReview for %s; the load generator runs on the same 2 cores as the manager (and the idle API server, etcd and Eureka), so the manager gets part of them; its CPU per request is from /proc/PID/stat.", o.HandlerClients, o.HandlerDuration),
 	})
 	return nil
+}
+
+// handlerMissReason explains a missed round-trip p99 from the handler's
+// own histogram over the same requests.
+func handlerMissReason(h histogram) string {
+	if h.within(0.001) >= 0.99 {
+		return fmt.Sprintf("the handler alone met it (%.1f %% of the same requests handled within 1 ms, server side); the tail is in the rest of the round trip — TLS, HTTP, request decoding and the Go load client — on two cores shared with the API server, etcd and Eureka", 100*h.within(0.001))
+	}
+	return fmt.Sprintf("the handler alone answered only %.1f %% of the same requests within 1 ms (server side); it decodes the pod, reads the namespace and syncers from the cache, mutates a copy and computes the JSON patch, allocating about 100 KB per request, on two cores shared with the API server, etcd and Eureka", 100*h.within(0.001))
 }
 
 // loadHandler runs clients that call post back to back for d.
@@ -463,6 +477,15 @@ func (h histogram) sub(before histogram) histogram {
 		d[k] = v - before[k]
 	}
 	return d
+}
+
+// within is the share of observations at most bound (a bucket bound).
+func (h histogram) within(bound float64) float64 {
+	total := h[math.Inf(1)]
+	if total == 0 {
+		return 0
+	}
+	return h[bound] / total
 }
 
 // quantile is the upper bound of the bucket holding the q-quantile: the

@@ -1,0 +1,131 @@
+package bench
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAdd_SaysByHowMuchAndWhyATargetIsMissed(t *testing.T) {
+	var r Results
+	r.Add(Figure{ID: "a", Section: SectionWebhook, Name: "met", Value: 0.8, Unit: "ms", Target: Max(1), IfMissed: "never shown"})
+	r.Add(Figure{ID: "b", Section: SectionWebhook, Name: "missed", Value: 1.5, Unit: "ms", Target: Max(1), IfMissed: "the probe period"})
+	r.Add(Figure{ID: "c", Section: SectionRegistrar, Name: "no target", Value: 3, Unit: "req/min"})
+	if f := r.Figures[0]; f.Met == nil || !*f.Met || f.Missed != "" {
+		t.Errorf("met figure: %+v", f)
+	}
+	if f := r.Figures[1]; f.Met == nil || *f.Met || f.Missed != "missed by 0.500 ms (50 % over the target): the probe period" {
+		t.Errorf("missed figure: met %v, %q", f.Met, f.Missed)
+	}
+	if f := r.Figures[2]; f.Met != nil || f.Missed != "" {
+		t.Errorf("figure without a target: %+v", f)
+	}
+}
+
+func TestReport_ShowsEachFigureBesideItsTargetAndAnchor(t *testing.T) {
+	r := &Results{Date: time.Date(2026, 11, 22, 15, 0, 0, 0, time.UTC), Duration: "14 min 03 s",
+		Environment: Environment{CPU: "Test CPU", Cores: 2, Go: "go1.26.8", Load: []LoadSample{{When: "start", LoadAvg1: 0.5, Others: []string{"go 95%"}}}}}
+	r.Add(Figure{Section: SectionWebhook, Name: "pod CREATE p99, with ÷ without", Value: 1.4, Unit: "×", Target: Max(1.25), Anchor: "7 ms ÷ 5 ms", IfMissed: "why", Method: "how"})
+	r.Add(Figure{Section: SectionReconciler, Name: "1 syncer × 5,000 pods: manager peak RSS", Value: 98.2, Unit: "MiB", Target: Max(150), Anchor: "RSS now 90 MiB"})
+	r.Fail(PhaseRegistrar, os.ErrDeadlineExceeded)
+	md := Report(r)
+	for _, want := range []string{
+		"| pod CREATE p99, with ÷ without | 1.40 × | ≤ 1.25 × | **missed** | 7 ms ÷ 5 ms |",
+		"| 1 syncer × 5,000 pods: manager peak RSS | 98.2 MiB | ≤ 150 MiB | met | RSS now 90 MiB |",
+		"missed by 0.150 × (12 % over the target): why",
+		"| start | 0.50 | go 95% |",
+		"registrar: i/o timeout",
+		"- **Webhook — pod CREATE p99, with ÷ without**: how",
+		"Test CPU, 2 cores",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(FiguresTable(r), "## Registrar") {
+		t.Error("a section without figures has a table")
+	}
+}
+
+func TestWrite_StoresJSONAndMarkdown(t *testing.T) {
+	dir := t.TempDir()
+	r := &Results{}
+	r.Add(Figure{Section: SectionRegistrar, Name: "binary size", Value: 9.3, Unit: "MiB"})
+	if err := r.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"results.json", "REPORT.md"} {
+		if data, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !strings.Contains(string(data), "binary size") {
+			t.Errorf("%s: %v, %.200s", name, err, data)
+		}
+	}
+}
+
+func TestFormatValue_KeepsAboutThreeDigits(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 0.0123: "0.012", 1.234: "1.23", 12.34: "12.3", 123.4: "123", 4969.7: "4,970", 1234567: "1,234,567", -2.5: "-2.50"} {
+		if got := formatValue(v); got != want {
+			t.Errorf("formatValue(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+func TestHistogram_QuantileIsTheBoundOfItsBucket(t *testing.T) {
+	text := `# HELP eurekube_webhook_admission_duration_seconds x
+eurekube_webhook_admission_duration_seconds_bucket{result="injected",le="0.0005"} 900
+eurekube_webhook_admission_duration_seconds_bucket{result="injected",le="0.001"} 995
+eurekube_webhook_admission_duration_seconds_bucket{result="injected",le="0.0025"} 1000
+eurekube_webhook_admission_duration_seconds_bucket{result="injected",le="+Inf"} 1000
+eurekube_webhook_admission_duration_seconds_bucket{result="skipped",le="+Inf"} 7
+`
+	h, err := parseHistogram(strings.NewReader(text), "eurekube_webhook_admission_duration_seconds", `result="injected"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.quantile(0.99); got != 0.001 {
+		t.Errorf("p99 bound = %v, want 0.001", got)
+	}
+	if got := h.quantile(0.5); got != 0.0005 {
+		t.Errorf("p50 bound = %v, want 0.0005", got)
+	}
+	if got := h.within(0.001); got != 0.995 {
+		t.Errorf("within 1 ms = %v, want 0.995", got)
+	}
+	if got := h.sub(h).within(0.001); got != 0 {
+		t.Errorf("empty difference within 1 ms = %v, want 0", got)
+	}
+	if _, err := parseHistogram(strings.NewReader(text), "eurekube_webhook_admission_duration_seconds", `result="error"`); err == nil {
+		t.Error("a missing series parsed")
+	}
+}
+
+func TestCountingProxy_CountsEachRequestByKind(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer backend.Close()
+	p, err := StartCountingProxy(strings.TrimPrefix(backend.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	before := p.Counts()
+	for _, req := range []struct{ method, path string }{
+		{http.MethodPut, "/apps/ORDERS/a:orders:8080"}, {http.MethodPut, "/apps/ORDERS/a:orders:8080"}, {http.MethodGet, "/apps/delta"},
+	} {
+		r, _ := http.NewRequest(req.method, p.URL()+req.path, nil)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("%s %s through the proxy: %s", req.method, req.path, resp.Status)
+		}
+	}
+	got := p.Counts().Sub(before)
+	if got[KindHeartbeat] != 2 || got[KindFetchDelta] != 1 || got.Total() != 3 {
+		t.Fatalf("counts = %v, want 2 heartbeats and 1 delta fetch", got)
+	}
+}
