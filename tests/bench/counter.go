@@ -58,6 +58,7 @@ type CountingProxy struct {
 
 	mu     sync.Mutex
 	counts Counts
+	bytes  int64
 }
 
 // StartCountingProxy listens on a free loopback port and forwards to the
@@ -77,7 +78,11 @@ func StartCountingProxy(target string) (*CountingProxy, error) {
 	p.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p.count(Classify(r.Method, r.URL.Path))
-			rp.ServeHTTP(w, r)
+			cw := &countingWriter{ResponseWriter: w}
+			rp.ServeHTTP(cw, r)
+			p.mu.Lock()
+			p.bytes += cw.n
+			p.mu.Unlock()
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
@@ -97,6 +102,25 @@ func (p *CountingProxy) Counts() Counts {
 		c[k] = v
 	}
 	return c
+}
+
+// ResponseBytes is the size of every response body so far.
+func (p *CountingProxy) ResponseBytes() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bytes
+}
+
+// countingWriter counts the body bytes written through it.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.n += int64(n)
+	return n, err
 }
 
 // Close stops the proxy.

@@ -60,14 +60,14 @@ func SizesFor(quick bool) Sizes {
 			Creates: 150, HandlerRequests: 300, HandlerDuration: 2 * time.Second, HandlerClients: 8,
 			RegistrarSamples: 3, RegistrarWindow: 65 * time.Second,
 			Scale:        []Scenario{{Name: "10 syncers × 20 pods", Namespaces: 2, SyncersPerNamespace: 5, PodsPerSyncer: 20}, {Name: "1 syncer × 500 pods", Namespaces: 1, SyncersPerNamespace: 1, PodsPerSyncer: 500}},
-			ResyncPeriod: 5 * time.Second, ResyncsCounted: 2,
+			ResyncPeriod: 5 * time.Second, ResyncsCounted: 4,
 		}
 	}
 	return Sizes{
 		Creates: 2000, HandlerRequests: 3000, HandlerDuration: 15 * time.Second, HandlerClients: 8,
 		RegistrarSamples: 20, RegistrarWindow: 3 * time.Minute,
 		Scale:        []Scenario{{Name: "100 syncers × 50 pods", Namespaces: 10, SyncersPerNamespace: 10, PodsPerSyncer: 50}, {Name: "1 syncer × 5,000 pods", Namespaces: 1, SyncersPerNamespace: 1, PodsPerSyncer: 5000, Target: true}},
-		ResyncPeriod: 10 * time.Second, ResyncsCounted: 3,
+		ResyncPeriod: 10 * time.Second, ResyncsCounted: 6,
 	}
 }
 

@@ -124,13 +124,13 @@ func MeasureScale(ctx context.Context, o ScaleOptions, r *Results) error {
 	}
 	log.WithFields(logrus.Fields{"converged": converged, "readyz": readyz, "hwm_mib": MiB(memRight.HWMKiB)}).Info("every status right; counting Eureka requests per resync")
 
-	before := proxy.Counts()
+	before, bytesBefore := proxy.Counts(), proxy.ResponseBytes()
 	select {
 	case <-time.After(time.Duration(o.ResyncsCounted) * o.ResyncPeriod): // the measurement window itself
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	perResync := proxy.Counts().Sub(before)
+	perResync, bytesPerResync := proxy.Counts().Sub(before), float64(proxy.ResponseBytes()-bytesBefore)/float64(o.ResyncsCounted)
 	if err := statusesRight(ctx, k8s, len(syncers), want); err != nil {
 		return fmt.Errorf("statuses after %d resyncs: %w", o.ResyncsCounted, err)
 	}
@@ -163,8 +163,8 @@ func MeasureScale(ctx context.Context, o ScaleOptions, r *Results) error {
 	r.Add(Figure{
 		ID: "reconciler." + scenarioID(sc) + ".requests_per_resync", Section: SectionReconciler, Name: sc.Name + ": Eureka requests per resync",
 		Value: float64(perResync.Total()) / n, Unit: "requests",
-		Anchor: fmt.Sprintf("%d syncer(s): %s per syncer (%s)", sc.syncers(), formatValue(float64(perResync.Total())/n/float64(sc.syncers())), describeCounts(perResync, func(c int64) float64 { return float64(c) / n })),
-		Method: fmt.Sprintf("requests through the counting proxy over %d resync periods of %s in steady state (nothing changing), divided by %d.", o.ResyncsCounted, o.ResyncPeriod, o.ResyncsCounted),
+		Anchor: fmt.Sprintf("%d syncer(s): %s per syncer (%s), %s MiB of responses per resync", sc.syncers(), formatValue(float64(perResync.Total())/n/float64(sc.syncers())), describeCounts(perResync, func(c int64) float64 { return float64(c) / n }), formatValue(bytesPerResync/(1<<20))),
+		Method: fmt.Sprintf("requests through the counting proxy over %d resync periods of %s in steady state (nothing changing), divided by %d; with few syncers the count is quantized (a window of k periods holds k or k±1 reconciles of one syncer).", o.ResyncsCounted, o.ResyncPeriod, o.ResyncsCounted),
 	})
 	return nil
 }
