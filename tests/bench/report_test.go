@@ -129,3 +129,17 @@ func TestCountingProxy_CountsEachRequestByKind(t *testing.T) {
 		t.Fatalf("counts = %v, want 2 heartbeats and 1 delta fetch", got)
 	}
 }
+
+func TestSumCounter_AddsTheMatchingSeries(t *testing.T) {
+	text := `controller_runtime_reconcile_total{controller="eurekasyncer",result="success"} 40
+controller_runtime_reconcile_total{controller="eurekasyncer",result="requeue_after"} 2
+controller_runtime_reconcile_total{controller="other",result="success"} 9
+`
+	got, err := sumCounter(strings.NewReader(text), "controller_runtime_reconcile_total", `controller="eurekasyncer"`)
+	if err != nil || got != 42 {
+		t.Fatalf("sum = %v, %v; want 42", got, err)
+	}
+	if _, err := sumCounter(strings.NewReader(text), "controller_runtime_reconcile_total", `controller="none"`); err == nil {
+		t.Error("a missing counter summed")
+	}
+}

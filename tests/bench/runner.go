@@ -30,6 +30,9 @@ type Options struct {
 	// Quick uses small counts and short windows: minutes instead of a
 	// quarter of an hour, for development.
 	Quick bool
+	// Sizes, when set, replace the full or quick sizes (for the smoke
+	// test).
+	Sizes *Sizes
 	// Phases to run (default AllPhases).
 	Phases []string
 	// OutDir receives results.json and REPORT.md.
@@ -94,6 +97,9 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	}
 	o.Log.WithField("workdir", o.WorkDir).Info("bench: binaries, certificates and logs go here")
 	sizes := SizesFor(o.Quick)
+	if o.Sizes != nil {
+		sizes = *o.Sizes
+	}
 	r := &Results{Date: start, Quick: o.Quick, Environment: DescribeEnvironment(root)}
 	r.Environment.Load = append(r.Environment.Load, SampleLoad("start"))
 

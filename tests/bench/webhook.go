@@ -471,6 +471,48 @@ func parseHistogram(r io.Reader, name, match string) (histogram, error) {
 	return h, nil
 }
 
+// sumCounter adds up the samples of name whose labels contain match, from
+// the Prometheus text format.
+func sumCounter(r io.Reader, name, match string) (float64, error) {
+	var sum float64
+	found := false
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") || !strings.Contains(line, match) {
+			continue
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			return 0, fmt.Errorf("counter %s: %q: %w", name, line, err)
+		}
+		sum, found = sum+v, true
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("counter %s: %w", name, err)
+	}
+	if !found {
+		return 0, fmt.Errorf("counter %s{%s}: not found", name, match)
+	}
+	return sum, nil
+}
+
+// reconciles reads how many reconciles the manager's syncer controller
+// has run.
+func reconciles(metricsURL string) (float64, error) {
+	resp, err := http.Get(metricsURL)
+	if err != nil {
+		return 0, fmt.Errorf("manager metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("manager metrics: %s", resp.Status)
+	}
+	return sumCounter(resp.Body, "controller_runtime_reconcile_total", `controller="eurekasyncer"`)
+}
+
 func (h histogram) sub(before histogram) histogram {
 	d := histogram{}
 	for k, v := range h {
