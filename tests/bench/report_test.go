@@ -97,6 +97,16 @@ eurekube_webhook_admission_duration_seconds_bucket{result="skipped",le="+Inf"} 7
 	if got := h.sub(h).within(0.001); got != 0 {
 		t.Errorf("empty difference within 1 ms = %v, want 0", got)
 	}
+	generated := `controller_runtime_webhook_latency_seconds_bucket{webhook="/mutate-v1-pod",le="0.0010000000000000002"} 3
+controller_runtime_webhook_latency_seconds_bucket{webhook="/mutate-v1-pod",le="+Inf"} 4
+`
+	g, err := parseHistogram(strings.NewReader(generated), "controller_runtime_webhook_latency_seconds", `webhook="/mutate-v1-pod"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.within(0.001); got != 0.75 {
+		t.Errorf("within an inexact 1 ms bound = %v, want 0.75", got)
+	}
 	if _, err := parseHistogram(strings.NewReader(text), "eurekube_webhook_admission_duration_seconds", `result="error"`); err == nil {
 		t.Error("a missing series parsed")
 	}
