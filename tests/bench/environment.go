@@ -191,6 +191,9 @@ func CPUTime(pid int) (time.Duration, error) {
 // /proc/PID/status.
 type Memory struct {
 	RSSKiB, HWMKiB int64
+	// AnonKiB is the anonymous part of RSS (heap, stacks); FileKiB the
+	// file-backed part (mostly the binary's own mapped pages).
+	AnonKiB, FileKiB int64
 }
 
 // ReadMemory reads VmRSS and VmHWM of pid.
@@ -213,6 +216,10 @@ func ReadMemory(pid int) (Memory, error) {
 			m.RSSKiB = n
 		case "VmHWM":
 			m.HWMKiB = n
+		case "RssAnon":
+			m.AnonKiB = n
+		case "RssFile":
+			m.FileKiB = n
 		}
 	}
 	if m.RSSKiB == 0 {
