@@ -113,19 +113,25 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	}
 	defer func() { _ = server.Stop() }()
 
+	var managerBin string
+	if slices.Contains(o.Phases, PhaseWebhook) || slices.Contains(o.Phases, PhaseReconciler) {
+		if managerBin, err = harness.BuildBinary("./cmd/manager", o.WorkDir); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
 	phases := map[string]func() error{
 		PhaseRegistrar: func() error {
 			return MeasureRegistrar(ctx, RegistrarOptions{Eureka: server, WorkDir: phaseDir(o.WorkDir, PhaseRegistrar),
 				Samples: sizes.RegistrarSamples, Window: sizes.RegistrarWindow, Log: o.Log}, r)
 		},
 		PhaseWebhook: func() error {
-			return MeasureWebhook(ctx, WebhookOptions{Eureka: server, WorkDir: phaseDir(o.WorkDir, PhaseWebhook),
+			return MeasureWebhook(ctx, WebhookOptions{Eureka: server, ManagerBinary: managerBin, WorkDir: phaseDir(o.WorkDir, PhaseWebhook),
 				Creates: sizes.Creates, HandlerRequests: sizes.HandlerRequests, HandlerDuration: sizes.HandlerDuration,
 				HandlerClients: sizes.HandlerClients, Log: o.Log}, r)
 		},
 		PhaseReconciler: func() error {
 			for _, sc := range sizes.Scale {
-				if err := MeasureScale(ctx, ScaleOptions{Eureka: server, WorkDir: phaseDir(o.WorkDir, PhaseReconciler),
+				if err := MeasureScale(ctx, ScaleOptions{Eureka: server, ManagerBinary: managerBin, WorkDir: phaseDir(o.WorkDir, PhaseReconciler),
 					Scenario: sc, ResyncPeriod: sizes.ResyncPeriod, ResyncsCounted: sizes.ResyncsCounted, Log: o.Log}, r); err != nil {
 					return fmt.Errorf("%s: %w", sc.Name, err)
 				}

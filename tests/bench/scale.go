@@ -39,9 +39,11 @@ func (s Scenario) pods() int    { return s.syncers() * s.PodsPerSyncer }
 
 // ScaleOptions configure MeasureScale.
 type ScaleOptions struct {
-	Eureka   *harness.Eureka
-	WorkDir  string
-	Scenario Scenario
+	Eureka *harness.Eureka
+	// ManagerBinary is the built ./cmd/manager.
+	ManagerBinary string
+	WorkDir       string
+	Scenario      Scenario
 	// ResyncPeriod is the manager's --resync-period; requests are counted
 	// over ResyncsCounted of them.
 	ResyncPeriod   time.Duration
@@ -67,10 +69,6 @@ func MeasureScale(ctx context.Context, o ScaleOptions, r *Results) error {
 	certDir := filepath.Join(dir, "certs")
 	if _, err := certs.Bootstrap(certDir, certs.LocalHosts()); err != nil {
 		return fmt.Errorf("webhook certificate: %w", err)
-	}
-	bin, err := harness.BuildBinary("./cmd/manager", dir)
-	if err != nil {
-		return err
 	}
 	if err := o.Eureka.Restart(ctx); err != nil { // an empty registry
 		return fmt.Errorf("restart eureka: %w", err)
@@ -102,7 +100,7 @@ func MeasureScale(ctx context.Context, o ScaleOptions, r *Results) error {
 	defer proxy.Close()
 	start := time.Now()
 	m, err := harness.StartManager(ctx, harness.ManagerOptions{
-		Binary: bin, Kubeconfig: cp.Kubeconfig, EurekaURLs: []string{proxy.URL()}, ClusterID: scaleClusterID,
+		Binary: o.ManagerBinary, Kubeconfig: cp.Kubeconfig, EurekaURLs: []string{proxy.URL()}, ClusterID: scaleClusterID,
 		ResyncPeriod: o.ResyncPeriod, CertDir: certDir, LogPath: filepath.Join(dir, "manager.log"),
 	})
 	if err != nil {

@@ -34,8 +34,10 @@ import (
 
 // WebhookOptions configure MeasureWebhook.
 type WebhookOptions struct {
-	Eureka  *harness.Eureka
-	WorkDir string
+	Eureka *harness.Eureka
+	// ManagerBinary is the built ./cmd/manager.
+	ManagerBinary string
+	WorkDir       string
 	// Creates with the webhook and as many without.
 	Creates int
 	// HandlerRequests from one client, for the handler's latency.
@@ -82,7 +84,7 @@ func MeasureWebhook(ctx context.Context, o WebhookOptions, r *Results) error {
 	}
 	defer func() { _ = cp.Stop() }()
 	e, err := harness.StartEurekube(ctx, cp, harness.EurekubeOptions{
-		Replicas: 1, BinDir: o.WorkDir, EurekaURLs: []string{o.Eureka.URL()}, ClusterID: "bench-cluster", ResyncPeriod: 30 * time.Second,
+		Replicas: 1, BinDir: o.WorkDir, Binary: o.ManagerBinary, EurekaURLs: []string{o.Eureka.URL()}, ClusterID: "bench-cluster", ResyncPeriod: 30 * time.Second,
 	})
 	if err != nil {
 		return err
