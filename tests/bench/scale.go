@@ -332,7 +332,7 @@ func statusesRight(ctx context.Context, k8s client.Client, syncers int, pods int
 			err = fmt.Errorf("selected %d, injected %d, ready %d, registered %d, up %d; want %d each",
 				st.SelectedPods, st.InjectedPods, st.ReadyPods, st.RegisteredInstances, st.UpInstances, pods)
 		case !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady):
-			err = errors.New("Ready is not True")
+			err = errors.New("condition Ready is not True")
 		}
 		if err != nil {
 			wrong++
