@@ -232,7 +232,7 @@ func measureCreates(ctx context.Context, o WebhookOptions, cs *kubernetes.Client
 		Value: ms(w99), Unit: "ms", Anchor: fmt.Sprintf("without: %s ms; the injected pod created without the webhook: %s ms (%d creates each)", formatValue(ms(n99)), formatValue(ms(b99)), o.Creates),
 	})
 	s50 := viaService.Percentile(50)
-	why := fmt.Sprintf("of the %s ms the webhook adds at p50, the bigger injected pod itself (a second container, env, probes) costs %s ms (the third arm), the HTTPS round trip to the handler through the Service %s ms (measured alone), and the remaining %s ms is the API server's side of calling a webhook (encoding the AdmissionReview, decoding the answer, applying the JSON patch and validating the patched pod); the tail adds the contention of the API server, etcd, the manager and Eureka for two cores, which the without arm also sees (its p99 is %s ms against a %s ms p50)",
+	why := fmt.Sprintf("of the %s ms the webhook adds at p50, the bigger injected pod itself (a second container, env, probes) costs %s ms (the third arm), the HTTPS round trip to the handler through the Service %s ms (measured alone), and the remaining %s ms (by subtraction) is the API server's side of calling a webhook (encoding the AdmissionReview, decoding the answer, applying the JSON patch and validating the patched pod); the tail adds the contention of the API server, etcd, the manager and Eureka for two cores, which the without arm also sees (its p99 is %s ms against a %s ms p50)",
 		formatValue(ms(w50-n50)), formatValue(ms(b50-n50)), formatValue(ms(s50)), formatValue(ms(w50-n50-(b50-n50)-s50)), formatValue(ms(n99)), formatValue(ms(n50)))
 	r.Add(Figure{
 		ID: "webhook.create_p99_ratio", Section: SectionWebhook, Name: "pod CREATE p99, with ÷ without",
