@@ -62,9 +62,9 @@ func (v View) Settled(replicas int) error {
 	case len(v.ReadyPods) != replicas:
 		return fmt.Errorf("%d ready pods %v, want %d", len(v.ReadyPods), v.ReadyPods, replicas)
 	case !slices.Equal(v.UP, v.ReadyPods):
-		return fmt.Errorf("Eureka lists UP %v, ready pods are %v", v.UP, v.ReadyPods)
+		return fmt.Errorf("the registry lists UP %v, ready pods are %v", v.UP, v.ReadyPods)
 	case len(v.Other) > 0:
-		return fmt.Errorf("Eureka also lists %v", v.Other)
+		return fmt.Errorf("the registry also lists %v", v.Other)
 	}
 	return nil
 }
