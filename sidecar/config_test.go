@@ -92,3 +92,21 @@ func TestGate_NeedsThresholdsToFlip(t *testing.T) {
 		}
 	}
 }
+
+func TestBackoff_NeverWaitsPastOneRenewalInterval(t *testing.T) {
+	for _, tc := range []struct{ renewal, retryMax time.Duration }{
+		{30 * time.Second, 30 * time.Second},
+		{5 * time.Second, 2 * time.Second},
+		{time.Second, time.Minute},
+	} {
+		r := &Registrar{cfg: Config{RenewalInterval: tc.renewal, RetryMax: tc.retryMax}}
+		b := r.newBackoff()
+		longest := time.Duration(0)
+		for range 50 {
+			longest = max(longest, b.NextBackOff())
+		}
+		if limit := min(tc.retryMax*6/5, tc.renewal*9/10); longest > limit || longest < limit/2 {
+			t.Errorf("renewal %s, retry max %s: longest wait %s, want up to %s", tc.renewal, tc.retryMax, longest, limit)
+		}
+	}
+}

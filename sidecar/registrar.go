@@ -168,10 +168,16 @@ func (r *Registrar) heartbeatInterval() time.Duration {
 	return i - time.Duration(rand.Int64N(int64(i)/10+1))
 }
 
+// newBackoff paces attempts while Eureka fails: 1 s doubling to RetryMax,
+// ±20 % jitter. The cap is also kept under three quarters of the renewal
+// interval, so that even at its longest jittered wait (0.9 of an interval)
+// an instance is registered again within one renewal interval of Eureka's
+// return, as a heartbeat would have found it.
 func (r *Registrar) newBackoff() *backoff.ExponentialBackOff {
+	ceiling := min(r.cfg.RetryMax, r.cfg.RenewalInterval*3/4)
 	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = min(time.Second, r.cfg.RetryMax)
-	b.MaxInterval = r.cfg.RetryMax
+	b.InitialInterval = min(time.Second, ceiling)
+	b.MaxInterval = ceiling
 	b.Multiplier = 2
 	b.RandomizationFactor = 0.2
 	return b

@@ -140,6 +140,9 @@ func TestRegistrar_WaitsOutAnUnreachableEurekaWithBoundedLogs(t *testing.T) {
 	app := startApp(t)
 	app.healthy.Store(true)
 	env := injectedEnv("billing", app.port, "http://"+proxy.Addr()+"/eureka")
+	// Long enough a renewal interval that the 2 s retry cap applies (it is
+	// kept under three quarters of the interval).
+	env[sidecar.EnvLeaseRenewalInterval] = "5s"
 	p := startRegistrar(t, env)
 	c := eurekaClient(t)
 
