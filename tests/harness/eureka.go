@@ -232,3 +232,17 @@ func (e *Eureka) Restart(ctx context.Context) error {
 	}
 	return e.start(ctx)
 }
+
+// Start starts a killed or stopped server again on the same port, with an
+// empty registry, and waits until it answers.
+func (e *Eureka) Start(ctx context.Context) error {
+	e.mu.Lock()
+	done := e.done
+	e.mu.Unlock()
+	select {
+	case <-done:
+	default:
+		return fmt.Errorf("eureka server on %s is still running", e.Addr())
+	}
+	return e.start(ctx)
+}

@@ -41,6 +41,9 @@ type Eurekube struct {
 	// CA signed the webhook's serving certificate; its PEM is the caBundle.
 	CA      *certs.CA
 	CertDir string
+
+	opts       EurekubeOptions
+	kubeconfig string
 }
 
 // StartEurekube installs Eurekube on cp as a cluster would run it.
@@ -65,23 +68,13 @@ func StartEurekube(ctx context.Context, cp *ControlPlane, o EurekubeOptions) (*E
 			return nil, err
 		}
 	}
+	e.opts, e.kubeconfig = o, cp.Kubeconfig
 	backends := make([]string, 0, o.Replicas)
 	for i := range o.Replicas {
-		m, err := StartManager(ctx, ManagerOptions{
-			Binary:              o.Binary,
-			Kubeconfig:          cp.Kubeconfig,
-			EurekaURLs:          o.EurekaURLs,
-			ClusterID:           o.ClusterID,
-			DefaultDrainSeconds: o.DefaultDrainSeconds,
-			ResyncPeriod:        o.ResyncPeriod,
-			CertDir:             e.CertDir,
-			LeaderElect:         o.Replicas > 1,
-			ExtraArgs:           o.ExtraArgs,
-			LogPath:             filepath.Join(o.BinDir, "manager-"+strconv.Itoa(i)+".log"),
-		})
+		m, err := e.startReplica(ctx, i)
 		if err != nil {
 			e.Stop()
-			return nil, fmt.Errorf("eurekube: manager replica %d: %w", i, err)
+			return nil, err
 		}
 		e.Managers = append(e.Managers, m)
 		backends = append(backends, m.WebhookAddr())
@@ -95,6 +88,43 @@ func StartEurekube(ctx context.Context, cp *ControlPlane, o EurekubeOptions) (*E
 		return nil, fmt.Errorf("eurekube: %w", err)
 	}
 	return e, nil
+}
+
+func (e *Eurekube) startReplica(ctx context.Context, i int) (*Manager, error) {
+	o := e.opts
+	m, err := StartManager(ctx, ManagerOptions{
+		Binary:              o.Binary,
+		Kubeconfig:          e.kubeconfig,
+		EurekaURLs:          o.EurekaURLs,
+		ClusterID:           o.ClusterID,
+		DefaultDrainSeconds: o.DefaultDrainSeconds,
+		ResyncPeriod:        o.ResyncPeriod,
+		CertDir:             e.CertDir,
+		LeaderElect:         o.Replicas > 1,
+		ExtraArgs:           o.ExtraArgs,
+		LogPath:             filepath.Join(o.BinDir, "manager-"+strconv.Itoa(i)+".log"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("eurekube: manager replica %d: %w", i, err)
+	}
+	return m, nil
+}
+
+// Replace starts replica i again, as its Deployment replaces a pod that
+// died, and puts it behind the Service once it is ready.
+func (e *Eurekube) Replace(ctx context.Context, i int) error {
+	_ = e.Managers[i].Stop()
+	m, err := e.startReplica(ctx, i)
+	if err != nil {
+		return err
+	}
+	e.Managers[i] = m
+	backends := make([]string, len(e.Managers))
+	for j, r := range e.Managers {
+		backends[j] = r.WebhookAddr()
+	}
+	e.Service.SetBackends(backends...)
+	return nil
 }
 
 // Stop ends every manager replica and the Service. The webhook

@@ -1,0 +1,432 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/sidecar"
+	"github.com/eurekube/eurekube/tests/harness"
+)
+
+// fleet is registrars started for one test, each with its pod's identity.
+type fleet struct {
+	t     *testing.T
+	dir   string
+	procs []*harness.Process
+	envs  []map[string]string
+}
+
+// app is the app container every registrar of a test probes: healthy
+// unless told otherwise.
+type app struct {
+	port    int
+	healthy atomic.Bool
+}
+
+func startApp(t *testing.T) *app {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &app{port: ln.Addr().(*net.TCPAddr).Port}
+	a.healthy.Store(true)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if !a.healthy.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return a
+}
+
+// registrarEnv is what the webhook injects for pod i of appName, with the
+// downward API resolved as the kubelet would and the given renewal interval.
+// Each registrar serves /metrics on a loopback IP of its own, as each pod
+// has its own IP: a port picked free and released could be taken by one of
+// the fleet's own connections before the registrar binds it.
+func registrarEnv(appName string, i int, a *app, renewal time.Duration, urls ...string) map[string]string {
+	listen := fmt.Sprintf("127.0.%d.%d:%d", 10+i/250, 1+i%250, sidecar.DefaultListenPort)
+	pod := fmt.Sprintf("%s-%03d", strings.ToLower(appName), i)
+	return map[string]string{
+		sidecar.EnvPodName:                pod,
+		sidecar.EnvPodNamespace:           "shop",
+		sidecar.EnvPodUID:                 "uid-" + pod,
+		sidecar.EnvPodIP:                  "127.0.0.1",
+		sidecar.EnvNodeName:               "node-1",
+		sidecar.EnvAppName:                appName,
+		sidecar.EnvPort:                   strconv.Itoa(a.port),
+		sidecar.EnvEurekaURLs:             strings.Join(urls, ","),
+		sidecar.EnvMetadata:               `{"zone":"zone-a"}`,
+		sidecar.EnvClusterID:              "cluster-faults",
+		sidecar.EnvSyncer:                 strings.ToLower(appName),
+		sidecar.EnvHealthType:             "http",
+		sidecar.EnvHealthPath:             "/health",
+		sidecar.EnvHealthPeriod:           "500ms",
+		sidecar.EnvHealthTimeout:          "500ms",
+		sidecar.EnvLeaseRenewalInterval:   renewal.String(),
+		sidecar.EnvLeaseDuration:          (3 * renewal).String(),
+		sidecar.EnvRequestTimeout:         "1s",
+		sidecar.EnvListenAddr:             listen,
+		sidecar.EnvHealthFailureThreshold: "1",
+	}
+}
+
+func (f *fleet) start(env map[string]string) {
+	f.t.Helper()
+	p, err := harness.StartRegistrar(registrarBin, env, filepath.Join(f.dir, env[sidecar.EnvPodName]+".log"))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.procs = append(f.procs, p)
+	f.envs = append(f.envs, env)
+}
+
+func newFleet(t *testing.T) *fleet {
+	f := &fleet{t: t, dir: t.TempDir()}
+	t.Cleanup(func() {
+		for _, p := range f.procs {
+			p.Kill()
+		}
+	})
+	return f
+}
+
+// running fails the test naming any registrar that exited.
+func (f *fleet) running() {
+	f.t.Helper()
+	for i, p := range f.procs {
+		if p.Exited() {
+			f.t.Fatalf("registrar %s exited; log %s", f.envs[i][sidecar.EnvPodName], p.LogPath())
+		}
+	}
+}
+
+// metrics scrapes every registrar's /metrics, in parallel.
+func (f *fleet) metrics(ctx context.Context) ([]map[string]float64, error) {
+	out := make([]map[string]float64, len(f.envs))
+	errs := make([]error, len(f.envs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i, env := range f.envs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i], errs[i] = harness.Metrics(ctx, "http://"+env[sidecar.EnvListenAddr]+"/metrics")
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("registrar %s: %w", f.envs[i][sidecar.EnvPodName], err)
+		}
+	}
+	return out, nil
+}
+
+func instanceID(env map[string]string) string {
+	return env[sidecar.EnvPodName] + ":" + strings.ToLower(env[sidecar.EnvAppName]) + ":" + env[sidecar.EnvPort]
+}
+
+const (
+	heartbeatsOK     = `eurekube_registrar_heartbeats_total{result="ok"}`
+	heartbeatsFailed = `eurekube_registrar_heartbeats_total{result="error"}`
+	registersFailed  = `eurekube_registrar_registrations_total{result="error"}`
+)
+
+// Eureka is killed (SIGKILL, as a crashed node) under 200 registrars and
+// started again with an empty registry. Each registrar is left at the
+// default retry cap (30 s): the cap is kept under the renewal interval,
+// which is what brings every instance back within one interval.
+func TestEurekaKilledAndRestarted_200RegistrarsBackWithinOneHeartbeat(t *testing.T) {
+	const (
+		registrars = 200
+		renewal    = 5 * time.Second
+	)
+	ctx := context.Background()
+	server := harness.EurekaT(t, harness.EurekaOptions{})
+	c, err := eureka.New(eureka.Options{URLs: []string{server.URL()}, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startApp(t)
+	f := newFleet(t)
+	want := map[string]string{} // instance id → pod UID
+	for i := range registrars {
+		env := registrarEnv("ORDERS", i, a, renewal, server.URL())
+		env[sidecar.EnvHealthPeriod] = "1s"
+		env[sidecar.EnvHealthTimeout] = "1s"
+		f.start(env)
+		want[instanceID(env)] = env[sidecar.EnvPodUID]
+	}
+	registered := func() (map[string]eureka.Instance, error) {
+		list, err := c.Instances(ctx, "ORDERS")
+		if err != nil {
+			return nil, err
+		}
+		byID := map[string]eureka.Instance{}
+		for _, inst := range list {
+			if _, dup := byID[inst.InstanceID]; dup {
+				t.Fatalf("instance %s is listed twice", inst.InstanceID)
+			}
+			byID[inst.InstanceID] = inst
+		}
+		return byID, nil
+	}
+	exactlyTheFleetUp := func() error {
+		byID, err := registered()
+		if err != nil {
+			return err
+		}
+		up := 0
+		for id, inst := range byID {
+			uid, ok := want[id]
+			if !ok {
+				return fmt.Errorf("unexpected instance %s", id)
+			}
+			if inst.Metadata[eureka.MetaPodUID] != uid {
+				return fmt.Errorf("instance %s carries pod UID %q, want %q", id, inst.Metadata[eureka.MetaPodUID], uid)
+			}
+			if inst.Status == eureka.StatusUp {
+				up++
+			}
+		}
+		if up != registrars || len(byID) != registrars {
+			return fmt.Errorf("%d instances, %d UP; want %d UP", len(byID), up, registrars)
+		}
+		return nil
+	}
+	harness.Eventually(t, 90*time.Second, "200 registrars UP", func() error {
+		f.running()
+		return exactlyTheFleetUp()
+	})
+
+	server.Kill()
+	// Every registrar has found Eureka gone before it comes back.
+	harness.Eventually(t, 3*renewal, "every registrar has seen a heartbeat fail", func() error {
+		all, err := f.metrics(ctx)
+		if err != nil {
+			return err
+		}
+		for i, m := range all {
+			if m[heartbeatsFailed] < 1 {
+				return fmt.Errorf("registrar %s has not failed a heartbeat yet", f.envs[i][sidecar.EnvPodName])
+			}
+		}
+		return nil
+	})
+
+	// Start the server again; returned is the first moment it answers,
+	// polled every 20 ms beside the harness's own wait.
+	startErr := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		startErr <- server.Start(sctx)
+	}()
+	var returned time.Time
+	for returned.IsZero() {
+		select {
+		case err := <-startErr:
+			if err != nil {
+				t.Fatal(err)
+			}
+			startErr <- nil
+		case <-time.After(20 * time.Millisecond):
+		}
+		if _, err := c.Instances(ctx, "ORDERS"); err == nil {
+			returned = time.Now()
+		}
+	}
+	if err := <-startErr; err != nil {
+		t.Fatal(err)
+	}
+
+	// When did each instance appear UP again?
+	back := map[string]time.Duration{}
+	deadline := returned.Add(3 * renewal)
+	for len(back) < registrars && time.Now().Before(deadline) {
+		byID, err := registered()
+		if err == nil {
+			for id, inst := range byID {
+				if _, seen := back[id]; !seen && inst.Status == eureka.StatusUp {
+					back[id] = time.Since(returned)
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var late []string
+	var delays []time.Duration
+	for id := range want {
+		d, ok := back[id]
+		switch {
+		case !ok:
+			late = append(late, id+" (not back after "+(3*renewal).String()+")")
+		case d > renewal:
+			late = append(late, fmt.Sprintf("%s (%s)", id, d.Round(time.Millisecond)))
+		}
+		if ok {
+			delays = append(delays, d)
+		}
+	}
+	slices.Sort(delays)
+	sort.Strings(late)
+	if len(delays) > 0 {
+		t.Logf("registered again after the server answered: median %s, slowest %s (heartbeat interval %s, polled every 100 ms)",
+			delays[len(delays)/2].Round(time.Millisecond), delays[len(delays)-1].Round(time.Millisecond), renewal)
+	}
+	if len(late) > 0 {
+		t.Fatalf("%d of %d registrars not registered again within one heartbeat interval (%s): %v", len(late), registrars, renewal, late[:min(len(late), 10)])
+	}
+	if err := exactlyTheFleetUp(); err != nil {
+		t.Fatalf("after the restart: %v", err)
+	}
+	f.running()
+}
+
+// blackHole accepts connections and never answers: a URL whose host is up
+// and whose Eureka hangs.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, conn)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	return "http://" + ln.Addr().String() + "/eureka"
+}
+
+// With two Eureka URLs and one dead — refusing connections, hanging, or
+// dying while in use — no registration and no heartbeat fails, through a
+// health change that makes every registrar register again.
+func TestOneOfTwoEurekaURLsDead_NoRegistrationOrHeartbeatFails(t *testing.T) {
+	const renewal = 2 * time.Second
+	ctx := context.Background()
+	server := harness.EurekaT(t, harness.EurekaOptions{})
+	live := server.URL()
+	refusedPort, _ := harness.FreePort()
+	refused := fmt.Sprintf("http://127.0.0.1:%d/eureka", refusedPort)
+	hanging := blackHole(t)
+	dying, err := harness.StartProxy(server.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dying.Close() })
+	other, err := harness.StartProxy(server.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+
+	a := startApp(t)
+	f := newFleet(t)
+	shapes := []struct {
+		name string
+		urls []string
+	}{
+		{"first refuses", []string{refused, live}},
+		{"first hangs", []string{hanging, live}},
+		{"second refuses", []string{live, refused}},
+		{"first dies in use", []string{"http://" + dying.Addr() + "/eureka", "http://" + other.Addr() + "/eureka"}},
+	}
+	for s, shape := range shapes {
+		for i := range 5 {
+			f.start(registrarEnv("BILLING", s*10+i, a, renewal, shape.urls...))
+		}
+	}
+	c, err := eureka.New(eureka.Options{URLs: []string{live}, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allStatus := func(want eureka.Status) func() error {
+		return func() error {
+			list, err := c.Instances(ctx, "BILLING")
+			if err != nil {
+				return err
+			}
+			n := 0
+			for _, inst := range list {
+				if inst.Status == want {
+					n++
+				}
+			}
+			if n != len(f.envs) {
+				return fmt.Errorf("%d of %d instances %s", n, len(f.envs), want)
+			}
+			return nil
+		}
+	}
+	harness.Eventually(t, 30*time.Second, "every registrar UP", allStatus(eureka.StatusUp))
+
+	// The first URL of the last group dies while in use; then the app
+	// goes down and up, so every registrar registers twice more.
+	dying.Block()
+	a.healthy.Store(false)
+	harness.Eventually(t, 10*time.Second, "every registrar DOWN", allStatus(eureka.StatusDown))
+	a.healthy.Store(true)
+	harness.Eventually(t, 10*time.Second, "every registrar UP again", allStatus(eureka.StatusUp))
+
+	// Three more heartbeats each after the change.
+	before, err := f.metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 5*renewal, "three heartbeats each", func() error {
+		now, err := f.metrics(ctx)
+		if err != nil {
+			return err
+		}
+		for i := range now {
+			if now[i][heartbeatsOK]-before[i][heartbeatsOK] < 3 {
+				return fmt.Errorf("registrar %s: %v heartbeats since", f.envs[i][sidecar.EnvPodName], now[i][heartbeatsOK]-before[i][heartbeatsOK])
+			}
+		}
+		return nil
+	})
+	final, err := f.metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range final {
+		shape := shapes[i/5].name
+		if m[registersFailed] != 0 || m[heartbeatsFailed] != 0 {
+			t.Errorf("%s (%s): %v registrations and %v heartbeats failed, want none", f.envs[i][sidecar.EnvPodName], shape, m[registersFailed], m[heartbeatsFailed])
+		}
+	}
+	f.running()
+}
