@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -140,6 +141,9 @@ Eurekube sandbox is up (%s).
   Eureka dashboard   %s/
   Eureka registry    curl -s -H 'Accept: application/json' %s/eureka/apps/ORDERS
 `, took.Round(time.Second), sb.Kubeconfig, eureka, eureka)
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		fmt.Println("                     (kubectl is not on this machine's PATH: any kubectl from v1.30 on works)")
+	}
 	if spring != nil {
 		fmt.Printf("  Spring client      curl -s %s   (calls http://orders/ by name every 100 ms)\n", spring.StatsURL())
 	}
