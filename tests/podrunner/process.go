@@ -231,9 +231,17 @@ func (pp *podProcess) writeStatus(ctx context.Context) error {
 		for _, c := range pp.containers {
 			running := c.running()
 			st := corev1.ContainerStatus{Name: c.spec.Name, Image: c.spec.Image, Ready: c.ready && running, RestartCount: c.restarts, Started: &running}
-			if running {
+			switch {
+			case running:
 				st.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.Now()}
-			} else {
+			case pp.terminating && c.cmd != nil && c.cmd.ProcessState != nil:
+				code := int32(c.cmd.ProcessState.ExitCode())
+				reason := "Completed"
+				if code != 0 {
+					reason = "Error"
+				}
+				st.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: code, Reason: reason, FinishedAt: metav1.Now()}
+			default:
 				st.State.Waiting = &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}
 			}
 			allReady = allReady && st.Ready
@@ -286,6 +294,11 @@ func (pp *podProcess) terminate(pod *corev1.Pod) {
 				runPreStop(pp.ip, c.spec)
 				c.signal(syscall.SIGTERM)
 				<-c.exited
+				// As the kubelet shows it: this container has terminated
+				// while the others may still drain.
+				if err := pp.writeStatus(context.Background()); err != nil {
+					pp.log.WithError(err).Debug("write pod status")
+				}
 			}()
 		}
 		stopped := make(chan struct{})
