@@ -1,47 +1,47 @@
 package sidecar
 
 import (
+	"bytes"
+	"cmp"
+	"net/http"
+	"slices"
+	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/eurekube/eurekube/eureka"
 )
 
-// Metrics are the registrar's Prometheus series, on a registry of its own
-// (the binary serves nothing else). A nil *Metrics records nothing.
+// Metrics are the registrar's Prometheus series, served by ServeHTTP in the
+// Prometheus text format. A nil *Metrics records nothing.
+//
+// Five series with fixed label sets do not need the Prometheus client
+// library: with the protobuf, procfs and YAML packages it brings, it was
+// more than a quarter of the binary, whose pages are most of the
+// registrar's resident memory. The output is what the library wrote for the
+// same series, byte for byte (metrics_test.go compares the two).
 type Metrics struct {
-	Registry      *prometheus.Registry
-	registrations *prometheus.CounterVec
-	heartbeats    *prometheus.CounterVec
-	status        *prometheus.GaugeVec
-	appHealthy    prometheus.Gauge
-	requests      *prometheus.HistogramVec
+	mu            sync.Mutex
+	registrations map[string]float64 // by result
+	heartbeats    map[string]float64 // by result
+	status        map[string]float64 // by status; empty until the first registration
+	appHealthy    float64
+	requests      map[requestKey]*histogram
 }
 
-// NewMetrics creates the series and registers them.
+type requestKey struct{ op, result string }
+
+// requestBuckets are the bounds of eurekube_registrar_eureka_request_seconds.
+var requestBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}
+
+// NewMetrics creates the series; a series with labels appears once it has a
+// value, as with the Prometheus client library.
 func NewMetrics() *Metrics {
-	m := &Metrics{
-		Registry: prometheus.NewRegistry(),
-		registrations: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "eurekube_registrar_registrations_total", Help: "Registrations (POSTs) sent to Eureka, by result.",
-		}, []string{"result"}),
-		heartbeats: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "eurekube_registrar_heartbeats_total", Help: "Heartbeats sent to Eureka, by result (ok, not_found, error).",
-		}, []string{"result"}),
-		status: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "eurekube_registrar_status", Help: "1 for the status Eureka last accepted for this pod.",
-		}, []string{"status"}),
-		appHealthy: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "eurekube_registrar_app_healthy", Help: "1 when the app passes the health gate.",
-		}),
-		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "eurekube_registrar_eureka_request_seconds", Help: "Eureka request latency by operation and result.",
-			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"op", "result"}),
+	return &Metrics{
+		registrations: map[string]float64{},
+		heartbeats:    map[string]float64{},
+		status:        map[string]float64{},
+		requests:      map[requestKey]*histogram{},
 	}
-	m.Registry.MustRegister(m.registrations, m.heartbeats, m.status, m.appHealthy, m.requests)
-	return m
 }
 
 // ObserveRequest implements eureka.Observer.
@@ -49,18 +49,30 @@ func (m *Metrics) ObserveRequest(op, _ string, d time.Duration, err error) {
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(op, eureka.Outcome(err)).Observe(d.Seconds())
+	key := requestKey{op, eureka.Outcome(err)}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.requests[key]
+	if h == nil {
+		h = newHistogram(requestBuckets)
+		m.requests[key] = h
+	}
+	h.observe(requestBuckets, d.Seconds())
 }
 
 func (m *Metrics) observeRegistration(err error) {
 	if m != nil {
-		m.registrations.WithLabelValues(eureka.Outcome(err)).Inc()
+		m.mu.Lock()
+		m.registrations[eureka.Outcome(err)]++
+		m.mu.Unlock()
 	}
 }
 
 func (m *Metrics) observeHeartbeat(err error) {
 	if m != nil {
-		m.heartbeats.WithLabelValues(eureka.Outcome(err)).Inc()
+		m.mu.Lock()
+		m.heartbeats[eureka.Outcome(err)]++
+		m.mu.Unlock()
 	}
 }
 
@@ -68,12 +80,14 @@ func (m *Metrics) setStatus(s eureka.Status) {
 	if m == nil {
 		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, each := range []eureka.Status{eureka.StatusStarting, eureka.StatusUp, eureka.StatusDown} {
 		v := 0.0
 		if each == s {
 			v = 1
 		}
-		m.status.WithLabelValues(string(each)).Set(v)
+		m.status[string(each)] = v
 	}
 }
 
@@ -85,5 +99,69 @@ func (m *Metrics) setAppHealthy(healthy bool) {
 	if healthy {
 		v = 1
 	}
-	m.appHealthy.Set(v)
+	m.mu.Lock()
+	m.appHealthy = v
+	m.mu.Unlock()
+}
+
+// ServeHTTP writes every series in the Prometheus text format (0.0.4),
+// uncompressed whatever the request's Accept-Encoding: a scrape is about
+// 3 KiB, and a gzip writer would allocate some 800 KiB of heap for it.
+func (m *Metrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	var body bytes.Buffer
+	m.writeText(&body)
+	w.Header().Set("Content-Type", textContentType)
+	_, _ = body.WriteTo(w)
+}
+
+// writeText writes the families sorted by name and each family's series
+// sorted by label values, leaving out families without series, as the
+// Prometheus client library does.
+func (m *Metrics) writeText(b *bytes.Buffer) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+
+	const healthy = "eurekube_registrar_app_healthy"
+	writeHeader(b, healthy, "gauge", "1 when the app passes the health gate.")
+	writeSample(b, healthy, m.appHealthy)
+
+	if len(m.requests) > 0 {
+		const name = "eurekube_registrar_eureka_request_seconds"
+		writeHeader(b, name, "histogram", "Eureka request latency by operation and result.")
+		keys := make([]requestKey, 0, len(m.requests))
+		for k := range m.requests {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b requestKey) int {
+			return cmp.Or(cmp.Compare(a.op, b.op), cmp.Compare(a.result, b.result))
+		})
+		for _, k := range keys {
+			m.requests[k].write(b, name, requestBuckets, "op", k.op, "result", k.result)
+		}
+	}
+	writeByLabel(b, "eurekube_registrar_heartbeats_total", "counter",
+		"Heartbeats sent to Eureka, by result (ok, not_found, error).", "result", m.heartbeats)
+	writeByLabel(b, "eurekube_registrar_registrations_total", "counter",
+		"Registrations (POSTs) sent to Eureka, by result.", "result", m.registrations)
+	writeByLabel(b, "eurekube_registrar_status", "gauge",
+		"1 for the status Eureka last accepted for this pod.", "status", m.status)
+}
+
+// writeByLabel writes a family of one label, if it has any series.
+func writeByLabel(b *bytes.Buffer, name, kind, help, label string, values map[string]float64) {
+	if len(values) == 0 {
+		return
+	}
+	writeHeader(b, name, kind, help)
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		writeSample(b, name, values[k], label, k)
+	}
 }

@@ -20,7 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
 	"github.com/eurekube/eurekube/cmd/internal/logging"
@@ -96,7 +95,7 @@ func handler(reg *sidecar.Registrar, metrics *sidecar.Metrics) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"status": status, "registered": registered})
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", metrics)
 	return mux
 }
 
