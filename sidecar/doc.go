@@ -3,6 +3,7 @@
 // app's health, heartbeats with jitter, re-registers when Eureka forgets
 // it, backs off while Eureka is unreachable, and cancels the registration
 // the moment its context ends (SIGTERM). It imports nothing from
-// Kubernetes, so the registrar binary stays small; cmd/registrar parses the
+// Kubernetes or the Prometheus client library (it writes the text format
+// itself), so the registrar binary stays small; cmd/registrar parses the
 // environment the webhook injects and wires signals.
 package sidecar

@@ -3,6 +3,9 @@
 // registration on SIGTERM. Configuration comes from the EUREKUBE_*
 // environment the webhook injects (see sidecar/env.go); each variable also
 // has a flag (EUREKUBE_HEALTH_PATH → -health-path) that overrides it.
+//
+// Unless GOGC is set, the garbage collector runs at GOGC=25 (see
+// defaultGCPercent).
 package main
 
 import (
@@ -16,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -27,7 +31,23 @@ import (
 	"github.com/eurekube/eurekube/sidecar"
 )
 
+// defaultGCPercent is the registrar's GOGC when the environment sets none.
+// Its live heap stays under 1 MiB, so at Go's default of 100 (a 4 MiB
+// minimum heap goal) the garbage of a health probe every second, a new
+// connection each time, piles up for minutes before the first collection,
+// and the runtime keeps those pages resident: 5 MiB of anonymous memory
+// after 3 minutes. At 25 the goal is 1 MiB, a collection comes about every
+// 30 s and costs under a millisecond of CPU, and anonymous memory stays
+// near 3.5 MiB: this sidecar runs in every pod, where memory is the scarcer
+// resource. A default GOMEMLIMIT would not do: the runtime counts more than
+// is resident, and a limit of 2 to 4 MiB made it collect without pause
+// (over a thousand collections in 3 minutes, ten times the CPU).
+const defaultGCPercent = 25
+
 func main() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.LookupEnv, os.Stderr))
