@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -125,12 +126,19 @@ func (c *Client) Register(ctx context.Context, inst Instance) error {
 	return nil
 }
 
-// Heartbeat renews the lease of app/id. ErrNotFound means "register again".
-func (c *Client) Heartbeat(ctx context.Context, app, id string) error {
+// Heartbeat renews the lease of app/id. ErrNotFound means "register
+// again": the server has no lease, or, when lastDirty is not zero, the
+// server's copy is older than the version registered at lastDirty (the
+// LastDirtyTimestamp it was sent with), as Eureka checks for its own client.
+func (c *Client) Heartbeat(ctx context.Context, app, id string, lastDirty time.Time) error {
 	if err := validateRef(app, id); err != nil {
 		return err
 	}
-	if _, err := c.do(ctx, "heartbeat", http.MethodPut, "/apps/"+pathApp(app)+"/"+url.PathEscape(id), nil); err != nil {
+	path := "/apps/" + pathApp(app) + "/" + url.PathEscape(id)
+	if !lastDirty.IsZero() {
+		path += "?lastDirtyTimestamp=" + strconv.FormatInt(lastDirty.UnixMilli(), 10)
+	}
+	if _, err := c.do(ctx, "heartbeat", http.MethodPut, path, nil); err != nil {
 		return fmt.Errorf("heartbeat %s/%s: %w", app, id, err)
 	}
 	return nil

@@ -119,20 +119,70 @@ func TestRegister_ChangedStatusReachesTheServer(t *testing.T) {
 	}
 }
 
+// A registration that was delayed (a timed-out request the server still
+// processes, a retry through another URL) arrives after a newer one: the
+// server keeps the newer version because each carries its lastDirtyTimestamp.
+func TestRegister_ADelayedOlderVersionDoesNotUndoANewerOne(t *testing.T) {
+	c := newClient(t)
+	inst := testInstance("dirty-app", "pod-d")
+	older := time.Now().Add(-time.Second)
+	inst.Status, inst.LastDirtyTimestamp = eureka.StatusUp, older.Add(500*time.Millisecond)
+	if err := c.Register(ctx(t), inst); err != nil {
+		t.Fatal(err)
+	}
+	inst.Status, inst.LastDirtyTimestamp = eureka.StatusStarting, older
+	if err := c.Register(ctx(t), inst); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Instance(ctx(t), inst.App, inst.InstanceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != eureka.StatusUp {
+		t.Fatalf("status after a delayed older registration = %s, want UP (the newer version)", got.Status)
+	}
+}
+
+// A heartbeat carrying the version the client last registered tells the
+// client when the server holds an older one, so it registers again.
+func TestHeartbeat_ServerHoldingAnOlderVersionIsErrNotFound(t *testing.T) {
+	c := newClient(t)
+	inst := testInstance("dirty-app", "pod-h")
+	v1 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	inst.LastDirtyTimestamp = v1
+	if err := c.Register(ctx(t), inst); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		version time.Time
+		want    error
+	}{
+		"the version it holds":           {v1, nil},
+		"an older version than it holds": {v1.Add(-time.Second), nil},
+		"no version":                     {time.Time{}, nil},
+		"a newer version than it holds":  {v1.Add(time.Millisecond), eureka.ErrNotFound},
+	} {
+		err := c.Heartbeat(ctx(t), inst.App, inst.InstanceID, tc.version)
+		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("heartbeat with %s: %v, want %v", name, err, tc.want)
+		}
+	}
+}
+
 func TestHeartbeat_RenewsAKnownInstance(t *testing.T) {
 	c := newClient(t)
 	inst := testInstance("beat-app", "pod-b")
 	if err := c.Register(ctx(t), inst); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Heartbeat(ctx(t), inst.App, inst.InstanceID); err != nil {
+	if err := c.Heartbeat(ctx(t), inst.App, inst.InstanceID, time.Time{}); err != nil {
 		t.Fatalf("heartbeat: %v", err)
 	}
 }
 
 func TestHeartbeat_UnknownInstanceIsErrNotFoundThroughWrapping(t *testing.T) {
 	c := newClient(t)
-	err := c.Heartbeat(ctx(t), "beat-app", "no-such-instance")
+	err := c.Heartbeat(ctx(t), "beat-app", "no-such-instance", time.Time{})
 	wrapped := fmt.Errorf("registrar loop: %w", err)
 	if !errors.Is(wrapped, eureka.ErrNotFound) {
 		t.Fatalf("heartbeat of an unknown instance: %v, want ErrNotFound", err)
@@ -166,7 +216,7 @@ func TestFailover_FirstURLDeadSecondServes(t *testing.T) {
 	if err := c.Register(ctx(t), inst); err != nil {
 		t.Fatalf("register with the first URL dead: %v", err)
 	}
-	if err := c.Heartbeat(ctx(t), inst.App, inst.InstanceID); err != nil {
+	if err := c.Heartbeat(ctx(t), inst.App, inst.InstanceID, time.Time{}); err != nil {
 		t.Fatalf("heartbeat with the first URL dead: %v", err)
 	}
 	if _, err := c.Instance(ctx(t), inst.App, inst.InstanceID); err != nil {
@@ -190,7 +240,7 @@ func TestFailover_ServerAnswering500IsSkipped(t *testing.T) {
 func TestUnavailable_EveryURLDeadIsErrUnavailableNamingTheURLs(t *testing.T) {
 	dead1, dead2 := closedPortURL(t), closedPortURL(t)
 	c := newClient(t, dead1, dead2)
-	err := c.Heartbeat(ctx(t), "x", "y")
+	err := c.Heartbeat(ctx(t), "x", "y", time.Time{})
 	if !errors.Is(err, eureka.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}
@@ -284,8 +334,8 @@ func TestBadInput_ReturnsErrInvalidNeverExits(t *testing.T) {
 	bad := testInstance("", "pod-x")
 	calls := map[string]error{
 		"register without app":  c.Register(ctx(t), bad),
-		"heartbeat without app": c.Heartbeat(ctx(t), "", "id"),
-		"heartbeat without id":  c.Heartbeat(ctx(t), "app", ""),
+		"heartbeat without app": c.Heartbeat(ctx(t), "", "id", time.Time{}),
+		"heartbeat without id":  c.Heartbeat(ctx(t), "app", "", time.Time{}),
 		"cancel without app":    c.Cancel(ctx(t), " ", "id"),
 		"list without app":      func() error { _, err := c.Instances(ctx(t), ""); return err }(),
 	}

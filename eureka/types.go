@@ -58,9 +58,17 @@ type Instance struct {
 
 	Metadata map[string]string
 
-	// Read-only, set by the server.
-	LastUpdated        time.Time
+	// LastDirtyTimestamp is when this version of the instance came to be,
+	// by the client's clock (millisecond precision), as Eureka's own client
+	// stamps it. It is sent on registration: the server keeps the copy it
+	// has when that copy is newer, so a registration delayed in the network
+	// cannot undo a later one. Zero: the server stamps the registration on
+	// arrival. Not read back (the server's answers are decoded by fargo,
+	// which drops it).
 	LastDirtyTimestamp time.Time
+
+	// LastUpdated is read-only, set by the server: the lease's last renewal.
+	LastUpdated time.Time
 }
 
 // Errors returned by the client, matched with errors.Is through any

@@ -3,6 +3,7 @@ package eureka
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -107,8 +108,27 @@ func metadataOf(fi *fargo.Instance) (map[string]string, error) {
 	return meta, nil
 }
 
+// encodeRegistration is the POST body for inst. fargo's instance has no
+// lastDirtyTimestamp, so it is added beside fargo's fields, as a string of
+// Unix milliseconds like the Java client writes it.
 func encodeRegistration(inst Instance) ([]byte, error) {
-	return json.Marshal(fargo.RegisterInstanceJson{Instance: toFargo(inst)})
+	body, err := json.Marshal(toFargo(inst))
+	if err != nil {
+		return nil, err
+	}
+	if !inst.LastDirtyTimestamp.IsZero() {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(body, &fields); err != nil {
+			return nil, err
+		}
+		fields["lastDirtyTimestamp"] = json.RawMessage(strconv.Quote(strconv.FormatInt(inst.LastDirtyTimestamp.UnixMilli(), 10)))
+		if body, err = json.Marshal(fields); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(struct {
+		Instance json.RawMessage `json:"instance"`
+	}{body})
 }
 
 func decodeApp(body []byte) ([]Instance, error) {

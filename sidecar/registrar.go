@@ -16,7 +16,7 @@ import (
 // Registry is what the registrar needs of Eureka; *eureka.Client has it.
 type Registry interface {
 	Register(ctx context.Context, inst eureka.Instance) error
-	Heartbeat(ctx context.Context, app, id string) error
+	Heartbeat(ctx context.Context, app, id string, lastDirty time.Time) error
 	Cancel(ctx context.Context, app, id string) error
 }
 
@@ -30,6 +30,11 @@ type Registrar struct {
 
 	status     atomic.Value // eureka.Status last sent successfully
 	registered atomic.Bool
+
+	// version stamps what the registrar wants Eureka to hold (sent as
+	// lastDirtyTimestamp); accepted is the version Eureka last accepted.
+	// Both are touched by Run's goroutine only.
+	version, accepted time.Time
 }
 
 // New returns a registrar for cfg. metrics may be nil.
@@ -58,6 +63,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 	health := make(chan bool, 1)
 	go r.watchHealth(ctx, health)
 
+	r.version = r.nextVersion()
 	var (
 		want      = eureka.StatusStarting // what Eureka should show
 		dirty     = true                  // want has not been sent yet
@@ -83,6 +89,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 			if status != want {
 				r.log.WithFields(logrus.Fields{"from": want, "to": status}).Info("app health changed")
 				want, dirty = status, true
+				r.version = r.nextVersion()
 				next = time.Now()
 			}
 		case <-timer.C:
@@ -96,8 +103,10 @@ func (r *Registrar) Run(ctx context.Context) error {
 			} else {
 				err = r.heartbeat(ctx)
 				if errors.Is(err, eureka.ErrNotFound) {
-					// Eureka forgot us (restart, eviction, lease deleted):
-					// register again at once, metadata and all.
+					// Eureka forgot us (restart, eviction, lease deleted)
+					// or holds an older version than it last accepted
+					// (a delayed registration won a race): register again
+					// at once, metadata and all.
 					r.log.Info("eureka does not know the instance; registering again")
 					dirty, err = true, nil
 				}
@@ -123,9 +132,12 @@ func (r *Registrar) Run(ctx context.Context) error {
 }
 
 func (r *Registrar) register(ctx context.Context, status eureka.Status) error {
-	err := r.registry.Register(ctx, r.cfg.Instance(status))
+	inst := r.cfg.Instance(status)
+	inst.LastDirtyTimestamp = r.version
+	err := r.registry.Register(ctx, inst)
 	r.metrics.observeRegistration(err)
 	if err == nil {
+		r.accepted = r.version
 		r.status.Store(status)
 		r.registered.Store(true)
 		r.metrics.setStatus(status)
@@ -135,12 +147,23 @@ func (r *Registrar) register(ctx context.Context, status eureka.Status) error {
 }
 
 func (r *Registrar) heartbeat(ctx context.Context) error {
-	err := r.registry.Heartbeat(ctx, r.cfg.Instance("").App, r.cfg.InstanceID())
+	err := r.registry.Heartbeat(ctx, r.cfg.Instance("").App, r.cfg.InstanceID(), r.accepted)
 	r.metrics.observeHeartbeat(err)
 	if errors.Is(err, eureka.ErrNotFound) {
 		r.registered.Store(false)
 	}
 	return err
+}
+
+// nextVersion stamps a new version of the instance: now, at Eureka's
+// millisecond precision, and always after the previous one, so that the
+// server orders two changes made within one millisecond too.
+func (r *Registrar) nextVersion() time.Time {
+	v := time.Now().Truncate(time.Millisecond)
+	if !v.After(r.version) {
+		v = r.version.Add(time.Millisecond)
+	}
+	return v
 }
 
 // cancel removes the registration on shutdown, bounded so the pod's other

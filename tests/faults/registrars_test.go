@@ -168,8 +168,12 @@ func TestEurekaKilledAndRestarted_200RegistrarsBackWithinOneHeartbeat(t *testing
 	want := map[string]string{} // instance id → pod UID
 	for i := range registrars {
 		env := registrarEnv("ORDERS", i, a, renewal, server.URL())
+		// This test is about Eureka, not the app: the kubelet's default
+		// failure threshold keeps a probe that times out while 200
+		// processes share two cores from turning an instance DOWN.
 		env[sidecar.EnvHealthPeriod] = "1s"
 		env[sidecar.EnvHealthTimeout] = "1s"
+		env[sidecar.EnvHealthFailureThreshold] = "3"
 		f.start(env)
 		want[instanceID(env)] = env[sidecar.EnvPodUID]
 	}
@@ -193,6 +197,7 @@ func TestEurekaKilledAndRestarted_200RegistrarsBackWithinOneHeartbeat(t *testing
 			return err
 		}
 		up := 0
+		var notUp []string
 		for id, inst := range byID {
 			uid, ok := want[id]
 			if !ok {
@@ -203,10 +208,13 @@ func TestEurekaKilledAndRestarted_200RegistrarsBackWithinOneHeartbeat(t *testing
 			}
 			if inst.Status == eureka.StatusUp {
 				up++
+			} else {
+				notUp = append(notUp, id+" "+string(inst.Status))
 			}
 		}
 		if up != registrars || len(byID) != registrars {
-			return fmt.Errorf("%d instances, %d UP; want %d UP", len(byID), up, registrars)
+			sort.Strings(notUp)
+			return fmt.Errorf("%d instances, %d UP; want %d UP; not UP: %v", len(byID), up, registrars, notUp[:min(len(notUp), 10)])
 		}
 		return nil
 	}

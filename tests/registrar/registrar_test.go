@@ -97,6 +97,40 @@ func TestRegistrar_RegistersAgainWithMetadataWhenTheLeaseIsDeleted(t *testing.T)
 	})
 }
 
+// The server can end up holding an older version of the instance than the
+// registrar last registered: a STARTING registration delayed in the network
+// and processed after the UP one, or a peer replicating old data. The
+// registrar's heartbeat carries the version it registered, the server
+// answers 404, and the registrar registers again.
+func TestRegistrar_ReplacesAnOlderCopyTheServerHolds(t *testing.T) {
+	ctx := context.Background()
+	app := startApp(t)
+	app.healthy.Store(true)
+	p := startRegistrar(t, injectedEnv("billing", app.port, server.URL()))
+	c := eurekaClient(t)
+	harness.Eventually(t, 10*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
+
+	current, err := c.Instance(ctx, p.app, p.instanceID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := current
+	stale.Status = eureka.StatusStarting
+	stale.LastDirtyTimestamp = time.Now().Add(-time.Hour)
+	// Replace the registrar's copy with the stale one; a heartbeat falling
+	// between the two calls re-registers at once, so try again then.
+	harness.Eventually(t, 10*time.Second, "the server holds the stale copy", func() error {
+		if err := c.Cancel(ctx, p.app, p.instanceID()); err != nil && !errors.Is(err, eureka.ErrNotFound) {
+			return err
+		}
+		if err := c.Register(ctx, stale); err != nil {
+			return err
+		}
+		return statusIs(ctx, c, p, eureka.StatusStarting)()
+	})
+	harness.Eventually(t, 5*time.Second, "UP again within a heartbeat (1 s)", statusIs(ctx, c, p, eureka.StatusUp))
+}
+
 func TestRegistrar_RegistersAgainAfterTheServerRestarts(t *testing.T) {
 	ctx := context.Background()
 	own := harness.EurekaT(t, harness.EurekaOptions{})
