@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the envtest control plane (kube-apiserver, kube-controller-manager,
-# etcd) from their Go modules, with no download other than the Go module
-# proxy. Binaries land in a versioned cache directory outside the work tree,
-# so a fresh clone on the same machine reuses them; bin/k8s links to it.
+# etcd) and the kubectl of the same release from their Go modules, with no
+# download other than the Go module proxy. Binaries land in a versioned cache
+# directory outside the work tree, so a fresh clone on the same machine reuses
+# them; bin/k8s links to it.
 # Prints the directory to use as KUBEBUILDER_ASSETS.
 set -euo pipefail
 
@@ -12,9 +13,20 @@ kube=$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' "$here/go.mod")
 etcd=$(awk '$1=="go.etcd.io/etcd/server/v3"{print $2; exit}' "$here/go.mod")
 go_version=$(go env GOVERSION)
 cache=${EUREKUBE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/eurekube}
-# The key changes whenever a pinned version, the Go toolchain or the module
-# graph changes, so a stale binary is never reused.
-key=$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -c1-12)
+# The key changes whenever a pinned version, the Go toolchain, the module
+# graph or this script changes, so a stale binary is never reused.
+key=$(cat "$here/go.mod" "$here/go.sum" "$0" | sha256sum | cut -c1-12)
+
+# Stamp the release into the Kubernetes binaries as the release build does, so
+# `kubectl version` and the API server's /version report it instead of
+# v0.0.0-master (which kubectl refuses to parse).
+minor=${kube#v1.}
+minor=${minor%%.*}
+ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags+=" -X $pkg.gitVersion=$kube -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+  ldflags+=" -X $pkg.gitTreeState=clean"
+done
 dir="$cache/k8s-$kube-etcd-$etcd-$go_version-$key"
 
 build() { # build NAME PACKAGE
@@ -24,7 +36,7 @@ build() { # build NAME PACKAGE
   fi
   echo "building $name from $pkg into $dir (first run only)" >&2
   local start=$SECONDS
-  (cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$dir/$name.tmp" "$pkg")
+  (cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$dir/$name.tmp" "$pkg")
   mv "$dir/$name.tmp" "$dir/$name"
   echo "built $name in $((SECONDS - start))s" >&2
 }
@@ -33,6 +45,7 @@ mkdir -p "$dir"
 build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
+build kubectl k8s.io/kubernetes/cmd/kubectl
 
 mkdir -p "$root/bin"
 ln -sfn "$dir" "$root/bin/k8s"

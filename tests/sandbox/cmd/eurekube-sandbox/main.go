@@ -133,16 +133,26 @@ func waitSettled(ctx context.Context, sb *sandbox.Sandbox, app sandbox.App) erro
 
 func printWelcome(sb *sandbox.Sandbox, spring *harness.SpringClient, took time.Duration) {
 	eureka := "http://" + sb.Eureka.Addr()
+	// The kubectl built beside the API server comes first on PATH, so the
+	// commands below work on a machine without one.
+	env := "export KUBECONFIG=" + sb.Kubeconfig
+	kubectl := filepath.Join(sb.ControlPlane.Env.BinaryAssetsDirectory, "kubectl")
+	bundled := isExecutable(kubectl)
+	if bundled {
+		env += " PATH=" + filepath.Dir(kubectl) + ":$PATH"
+	}
 	fmt.Printf(`
 Eurekube sandbox is up (%s).
 
-  kubectl            export KUBECONFIG=%s
+  kubectl            %s
                      kubectl -n shop get esync,deploy,pods
   Eureka dashboard   %s/
   Eureka registry    curl -s -H 'Accept: application/json' %s/eureka/apps/ORDERS
-`, took.Round(time.Second), sb.Kubeconfig, eureka, eureka)
-	if _, err := exec.LookPath("kubectl"); err != nil {
-		fmt.Println("                     (kubectl is not on this machine's PATH: any kubectl from v1.30 on works)")
+`, took.Round(time.Second), env, eureka, eureka)
+	if !bundled {
+		if _, err := exec.LookPath("kubectl"); err != nil {
+			fmt.Println("                     (kubectl is not on this machine's PATH: any kubectl from v1.30 on works)")
+		}
 	}
 	if spring != nil {
 		fmt.Printf("  Spring client      curl -s %s   (calls http://orders/ by name every 100 ms)\n", spring.StatsURL())
@@ -157,4 +167,9 @@ for up to 30 s, and old pods keep serving for 100 s after they leave Eureka.
 
 Press Ctrl-C to stop everything.
 `, sb.LogDir)
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
