@@ -11,6 +11,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
+
+	"github.com/eurekube/eurekube/eureka"
 )
 
 // Config is everything the manager is configured with. ParseFlags fills it
@@ -57,6 +59,9 @@ type Config struct {
 	// ResyncPeriod is how often every syncer is reconciled even when
 	// nothing in Kubernetes changed, because Eureka cannot be watched.
 	ResyncPeriod time.Duration
+	// EurekaTimeout bounds one request of the reconciler to one Eureka
+	// server; the next URL is tried after it.
+	EurekaTimeout time.Duration
 
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
@@ -72,6 +77,8 @@ const (
 	DefaultDrainSeconds = 100
 	DefaultWebhookPort  = 9443
 	DefaultResync       = 30 * time.Second
+	// DefaultEurekaTimeout is the reconciler's bound on one Eureka request.
+	DefaultEurekaTimeout = eureka.DefaultTimeout
 	// LeaderElectionID names the leader election Lease.
 	LeaderElectionID = "eurekube-manager"
 )
@@ -101,6 +108,7 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 
 	fs.BoolVar(&cfg.LeaderElect, "leader-elect", false, "elect one replica to run the reconcilers (Lease "+LeaderElectionID+" in $POD_NAMESPACE)")
 	fs.DurationVar(&cfg.ResyncPeriod, "resync-period", DefaultResync, "how often every syncer is reconciled against Eureka")
+	fs.DurationVar(&cfg.EurekaTimeout, "eureka-timeout", DefaultEurekaTimeout, "bound on one reconciler request to one Eureka server, after which the next URL is tried")
 
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 
@@ -135,6 +143,9 @@ func (c Config) Validate() error {
 	}
 	if c.ResyncPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--resync-period %s: want a positive duration such as 30s", c.ResyncPeriod))
+	}
+	if c.EurekaTimeout <= 0 || c.EurekaTimeout > time.Minute {
+		errs = append(errs, fmt.Errorf("--eureka-timeout %s: want a duration from 1ms to 1m, such as 5s", c.EurekaTimeout))
 	}
 	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel))

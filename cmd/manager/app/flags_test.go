@@ -22,6 +22,7 @@ func TestParseFlags_DefaultsAreTheDocumentedOnes(t *testing.T) {
 	}{
 		{"--default-drain", cfg.DefaultDrainSeconds, int32(100)},
 		{"--resync-period", cfg.ResyncPeriod, 30 * time.Second},
+		{"--eureka-timeout", cfg.EurekaTimeout, 5 * time.Second},
 		{"--webhook-port", cfg.WebhookPort, 9443},
 		{"--cluster-id", cfg.ClusterID, ""},
 		{"--exec-sleep-fallback", cfg.ExecSleepFallback, false},
@@ -65,6 +66,8 @@ func TestParseFlags_RefusesInvalidSettingsNamingTheFlag(t *testing.T) {
 		{"drain above an hour", []string{"--default-drain=3601"}, "--default-drain 3601: want 0 to 3600"},
 		{"port 0", []string{"--webhook-port=0"}, "--webhook-port 0: want 1 to 65535"},
 		{"zero resync", []string{"--resync-period=0s"}, "--resync-period 0s: want a positive duration"},
+		{"zero Eureka timeout", []string{"--eureka-timeout=0s"}, "--eureka-timeout 0s: want a duration from 1ms to 1m"},
+		{"Eureka timeout above a minute", []string{"--eureka-timeout=2m"}, "--eureka-timeout 2m0s: want a duration from 1ms to 1m"},
 		{"unknown log level", []string{"--log-level=loud"}, `--log-level "loud"`},
 		{"leader election without a namespace", []string{"--leader-elect"}, "--leader-elect needs the manager's namespace in POD_NAMESPACE"},
 		{"stray argument", []string{"--registrar-image=r:1", "serve"}, `unexpected arguments ["serve"]`},

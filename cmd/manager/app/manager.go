@@ -170,6 +170,7 @@ func setupControllers(mgr manager.Manager, cfg Config, clusterID string, log *lo
 	err := controller.Setup(mgr, controller.Options{
 		ClusterID:         clusterID,
 		ResyncPeriod:      cfg.ResyncPeriod,
+		EurekaTimeout:     cfg.EurekaTimeout,
 		DefaultEurekaURLs: cfg.EurekaURLs,
 		Logger:            log.WithField("controller", "eurekasyncer"),
 	})
