@@ -268,3 +268,56 @@ func TestOrphans_APodThatNoLongerMatchesIsNotAnOrphan(t *testing.T) {
 		return nil
 	})
 }
+
+func TestDelete_WhileEurekaIsDownTheSyncerStaysUntilItAnswers(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	s := newSyncer(t, ns, "payments") // default URL: through the proxy
+	c := directClient(t, server.URL())
+	foreign(t, c, s) // checked untouched at the end
+	// Only an instance is left of this syncer: its pod is gone, so nothing
+	// in Kubernetes holds the syncer back; only Eureka says it must stay.
+	gone := newPod(t, ns, "payments", "payments-1", true, "10.0.5.1")
+	inst := register(t, c, s, gone)
+	harness.Eventually(t, 3*resync, "finalizer added", func() error {
+		got, err := getSyncer(s)
+		if err != nil || len(got.Finalizers) == 0 {
+			return fmt.Errorf("finalizers %v, %v", got.Finalizers, err)
+		}
+		return nil
+	})
+	proxy.Block()
+	defer proxy.Unblock()
+	if err := k8s.Delete(ctx, gone, &clientGrace0); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 3*resync+2*time.Second, "deletion blocked, saying why and how to abandon", func() error {
+		got, err := getSyncer(s)
+		if err != nil {
+			return fmt.Errorf("syncer: %w (it must stay while its instances cannot be removed)", err)
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionEurekaReachable)
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "DetachBlocked" ||
+			!strings.Contains(cond.Message, v1alpha1.Finalizer) || !strings.Contains(cond.Message, proxy.Addr()) {
+			return fmt.Errorf("EurekaReachable %+v, want DetachBlocked naming the finalizer and the URL", cond)
+		}
+		return nil
+	})
+	if _, err := c.Instance(ctx, inst.App, inst.InstanceID); err != nil {
+		t.Fatalf("the orphan while Eureka was unreachable: %v", err)
+	}
+
+	proxy.Unblock()
+	harness.Eventually(t, 3*resync+2*time.Second, "once Eureka answers: the orphan cancelled, then the syncer gone", func() error {
+		if _, err := c.Instance(ctx, inst.App, inst.InstanceID); !errors.Is(err, eureka.ErrNotFound) {
+			return fmt.Errorf("orphan still there (%v)", err)
+		}
+		if _, err := getSyncer(s); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("syncer still there (%v)", err)
+		}
+		return nil
+	})
+}
