@@ -60,7 +60,7 @@ lint: $(STATICCHECK) ## gofmt, go vet and staticcheck.
 	$(STATICCHECK) ./...
 
 .PHONY: envtest
-envtest: ## Build kube-apiserver, etcd and kube-controller-manager from Go modules (cached).
+envtest: ## Build kube-apiserver, etcd, kube-controller-manager and kubectl from Go modules (cached).
 	tests/tools/envtest/build.sh
 
 .PHONY: eureka-server
