@@ -19,7 +19,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/tests/sandbox"
 )
@@ -86,6 +89,7 @@ func run() error {
 	if err := sb.Deploy(ctx, app); err != nil {
 		return err
 	}
+	log.Info("waiting until Eureka lists the ready pods and the syncer's status agrees (Eureka caches responses for up to 30 s)")
 	if err := waitSettled(ctx, sb, app); err != nil {
 		return err
 	}
@@ -109,7 +113,9 @@ func run() error {
 	return nil
 }
 
-// waitSettled waits until Eureka lists exactly the sample's ready pods.
+// waitSettled waits until Eureka lists exactly the sample's ready pods and
+// the syncer's status says so too, so what the welcome suggests (kubectl get
+// esync, the dashboard, the client's stats) agrees from the first look.
 func waitSettled(ctx context.Context, sb *sandbox.Sandbox, app sandbox.App) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -118,6 +124,9 @@ func waitSettled(ctx context.Context, sb *sandbox.Sandbox, app sandbox.App) erro
 		v, err := sb.Look(ctx, app)
 		if err == nil {
 			err = v.Settled(int(app.Replicas))
+		}
+		if err == nil {
+			err = syncerSettled(ctx, sb, app)
 		}
 		if err == nil {
 			return nil
@@ -129,6 +138,21 @@ func waitSettled(ctx context.Context, sb *sandbox.Sandbox, app sandbox.App) erro
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// syncerSettled reports whether the sample's EurekaSyncer status counts
+// every replica registered and UP, and is Ready.
+func syncerSettled(ctx context.Context, sb *sandbox.Sandbox, app sandbox.App) error {
+	var s v1alpha1.EurekaSyncer
+	if err := sb.ControlPlane.Client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: app.Name}, &s); err != nil {
+		return fmt.Errorf("read EurekaSyncer %s/%s: %w", app.Namespace, app.Name, err)
+	}
+	st := s.Status
+	if st.RegisteredInstances != app.Replicas || st.UpInstances != app.Replicas || !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
+		return fmt.Errorf("EurekaSyncer %s status: %d registered, %d UP, Ready %v; want %d, %d, true",
+			app.Name, st.RegisteredInstances, st.UpInstances, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady), app.Replicas, app.Replicas)
+	}
+	return nil
 }
 
 func printWelcome(sb *sandbox.Sandbox, spring *harness.SpringClient, took time.Duration) {
