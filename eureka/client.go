@@ -219,13 +219,16 @@ func hasMetadata(inst Instance, match map[string]string) bool {
 
 // do sends one request, failing over across the URLs: a network error, a
 // timeout or a 5xx moves on to the next URL; any other answer is final.
+// When ctx has a deadline, each URL gets at most an equal share of what is
+// left of it, so a hanging server cannot spend the whole of a short budget
+// (a cancel on shutdown) before a healthy one is tried.
 func (c *Client) do(ctx context.Context, op, method, path string, body []byte) ([]byte, error) {
 	start := int(c.preferred.Load())
 	var errs []error
 	for i := range c.urls {
 		idx := (start + i) % len(c.urls)
 		base := c.urls[idx]
-		respBody, err := c.once(ctx, op, method, base+path, body)
+		respBody, err := c.once(ctx, op, method, base+path, body, len(c.urls)-i)
 		if err == nil || !errors.Is(err, ErrUnavailable) {
 			c.preferred.Store(int32(idx))
 			return respBody, err
@@ -239,9 +242,14 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte) (
 	return nil, errors.Join(errs...)
 }
 
-// once sends one request to one URL and maps the answer to an error.
-func (c *Client) once(ctx context.Context, op, method, target string, body []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+// once sends one request to one URL and maps the answer to an error; left
+// is how many URLs, this one included, may still be tried.
+func (c *Client) once(ctx context.Context, op, method, target string, body []byte, left int) ([]byte, error) {
+	timeout := c.timeout
+	if deadline, ok := ctx.Deadline(); ok && left > 1 {
+		timeout = min(timeout, time.Until(deadline)/time.Duration(left))
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	began := time.Now()
 	respBody, err := c.send(ctx, method, target, body)

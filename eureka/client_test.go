@@ -364,3 +364,28 @@ func closedPortURL(t *testing.T) string {
 	l.Close()
 	return "http://" + addr + "/eureka"
 }
+
+func TestFailover_AHangingServerLeavesTheNextOneAShareOfAShortDeadline(t *testing.T) {
+	// A fault the real server cannot produce on demand: it accepts the
+	// connection and never answers.
+	hanging := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	defer hanging.Close()
+	inst := testInstance("shutdown-app", "pod-h")
+	if err := newClient(t).Register(ctx(t), inst); err != nil {
+		t.Fatal(err)
+	}
+	// The hanging server comes first, as when the server that answered last
+	// stops answering; the per-request timeout (2 s) is as long as the
+	// caller's whole budget, as with the registrar's cancel on shutdown.
+	c := newClient(t, hanging.URL+"/eureka", server.URL())
+	budget, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := c.Cancel(budget, inst.App, inst.InstanceID); err != nil {
+		t.Fatalf("cancel with the first server hanging: %v", err)
+	}
+	if _, err := newClient(t).Instance(ctx(t), inst.App, inst.InstanceID); !errors.Is(err, eureka.ErrNotFound) {
+		t.Fatalf("instance after the cancel: %v, want ErrNotFound", err)
+	}
+}

@@ -93,6 +93,9 @@ func (r *Registrar) Run(ctx context.Context) error {
 				next = time.Now()
 			}
 		case <-timer.C:
+			if ctx.Err() != nil {
+				continue // shutting down: the next turn cancels
+			}
 			var err error
 			if dirty {
 				attempted = true
@@ -131,9 +134,15 @@ func (r *Registrar) Run(ctx context.Context) error {
 	}
 }
 
+// register sends the instance with status. A registration under way when
+// ctx ends may finish, for up to half the shutdown budget, before the
+// cancel is sent: aborted, it could still reach the server after the
+// cancel and bring the terminating pod back into the registry.
 func (r *Registrar) register(ctx context.Context, status eureka.Status) error {
 	inst := r.cfg.Instance(status)
 	inst.LastDirtyTimestamp = r.version
+	ctx, done := lingering(ctx, r.cfg.ShutdownTimeout/2)
+	defer done()
 	err := r.registry.Register(ctx, inst)
 	r.metrics.observeRegistration(err)
 	if err == nil {
@@ -153,6 +162,16 @@ func (r *Registrar) heartbeat(ctx context.Context) error {
 		r.registered.Store(false)
 	}
 	return err
+}
+
+// lingering returns a context that ends grace after ctx does.
+func lingering(ctx context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(grace, cancel) })
+	return out, func() {
+		stop()
+		cancel()
+	}
 }
 
 // nextVersion stamps a new version of the instance: now, at Eureka's
