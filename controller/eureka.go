@@ -10,6 +10,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,6 +43,11 @@ func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eur
 		var secret corev1.Secret
 		// Uncached: the manager does not watch (and so does not keep) Secrets.
 		if err := c.reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}, &secret); err != nil {
+			if apierrors.IsForbidden(err) {
+				// The manager may read Secrets only where a namespace grants it.
+				return nil, fmt.Errorf("read Eureka credentials from Secret %s: %w (grant the manager access in this namespace: kubectl -n %s create rolebinding eurekube-eureka-credentials --clusterrole=eurekube-eureka-credentials --serviceaccount=<manager namespace>:eurekube-manager)",
+					ref.Name, err, s.Namespace)
+			}
 			return nil, fmt.Errorf("read Eureka credentials from Secret %s: %w", ref.Name, err)
 		}
 		user, pass = string(secret.Data["username"]), string(secret.Data["password"])

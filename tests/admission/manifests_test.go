@@ -2,21 +2,28 @@ package admission
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
@@ -135,7 +142,7 @@ func TestManifests_DefaultOverlayIsAcceptedByTheAPIServer(t *testing.T) {
 		docs.WriteString("---\n")
 		docs.Write(data)
 	}
-	cmd := exec.Command("kubectl", "--kubeconfig", suite.cp.Kubeconfig, "apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", "-")
+	cmd := exec.Command(kubectl(t), "--kubeconfig", suite.cp.Kubeconfig, "apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", "-")
 	cmd.Stdin = &docs
 	out, err = cmd.CombinedOutput()
 	if err != nil {
@@ -146,6 +153,17 @@ func TestManifests_DefaultOverlayIsAcceptedByTheAPIServer(t *testing.T) {
 	}
 }
 
+// kubectl is the kubectl built beside the API server (tests/tools/envtest),
+// so the manifests are checked on a machine without one.
+func kubectl(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(suite.cp.Env.BinaryAssetsDirectory, "kubectl")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("kubectl is built with the control plane (tests/tools/envtest/build.sh): %v", err)
+	}
+	return path
+}
+
 // rendered is the output of kubectl kustomize.
 type rendered struct {
 	objects []*unstructured.Unstructured
@@ -153,15 +171,12 @@ type rendered struct {
 
 func renderDefault(t *testing.T) *rendered {
 	t.Helper()
-	if _, err := exec.LookPath("kubectl"); err != nil {
-		t.Skip("kubectl not found on PATH: cannot render manifests/default with kustomize")
-	}
 	root, err := harness.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
-	cmd := exec.Command("kubectl", "kustomize", filepath.Join(root, "manifests", "default"))
+	cmd := exec.Command(kubectl(t), "kustomize", filepath.Join(root, "manifests", "default"))
 	cmd.Stderr = &stderr
 	raw, err := cmd.Output()
 	if err != nil {
@@ -243,3 +258,67 @@ func equal(a, b any) bool {
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+// The manager may read a Secret (a syncer's Eureka credentials) only in a
+// namespace that grants it, as the README says, and nowhere else.
+func TestManifests_TheManagerReadsSecretsOnlyWhereANamespaceGrantsIt(t *testing.T) {
+	ctx := testContext(t)
+	r := renderDefault(t)
+	for _, obj := range []*unstructured.Unstructured{
+		r.object(t, "ClusterRole", "eurekube-manager"),
+		r.object(t, "ClusterRole", "eurekube-eureka-credentials"),
+		r.object(t, "ClusterRoleBinding", "eurekube-manager"),
+	} {
+		obj = obj.DeepCopy()
+		if err := suite.c.Create(ctx, obj); err != nil {
+			t.Fatalf("create %s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
+		t.Cleanup(func() { _ = suite.c.Delete(context.Background(), obj) })
+	}
+	// The manager's ServiceAccount, as the API server names it.
+	manager, err := suite.cp.Env.ControlPlane.AddUser(envtest.User{
+		Name:   "system:serviceaccount:" + managerNamespace + ":eurekube-manager",
+		Groups: []string{"system:serviceaccounts", "system:authenticated"},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asManager, err := client.New(manager.Config(), client.Options{Scheme: suite.cp.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secretIn := func(ns string) client.ObjectKey {
+		ensureNamespace(t, ns, nil)
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "eureka-auth"},
+			StringData: map[string]string{"username": "u", "password": "p"},
+		}
+		if err := suite.c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		return client.ObjectKeyFromObject(s)
+	}
+	granted, other := secretIn("creds-granted"), secretIn("creds-other")
+	readable := func(key client.ObjectKey) error {
+		return asManager.Get(ctx, key, &corev1.Secret{})
+	}
+	if err := readable(granted); !apierrors.IsForbidden(err) {
+		t.Fatalf("the manager read a Secret no namespace granted: %v, want Forbidden", err)
+	}
+	// What the README tells a namespace whose syncers use credentials to run:
+	// kubectl -n creds-granted create rolebinding eurekube-eureka-credentials
+	//   --clusterrole=eurekube-eureka-credentials --serviceaccount=eurekube-system:eurekube-manager
+	grant := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: granted.Namespace, Name: "eurekube-eureka-credentials"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "eurekube-eureka-credentials"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: managerNamespace, Name: "eurekube-manager"}},
+	}
+	if err := suite.c.Create(ctx, grant); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = suite.c.Delete(context.Background(), grant) })
+	harness.Eventually(t, 10*time.Second, "the granted namespace's Secret readable", func() error { return readable(granted) })
+	if err := readable(other); !apierrors.IsForbidden(err) {
+		t.Fatalf("the manager read a Secret of a namespace that granted nothing: %v, want Forbidden", err)
+	}
+}
