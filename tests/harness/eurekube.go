@@ -68,7 +68,11 @@ func StartEurekube(ctx context.Context, cp *ControlPlane, o EurekubeOptions) (*E
 			return nil, err
 		}
 	}
-	e.opts, e.kubeconfig = o, cp.Kubeconfig
+	// The manager runs as its ServiceAccount, with the RBAC of manifests/.
+	if e.kubeconfig, err = cp.ManagerKubeconfig(ctx); err != nil {
+		return nil, fmt.Errorf("eurekube: %w", err)
+	}
+	e.opts = o
 	backends := make([]string, 0, o.Replicas)
 	for i := range o.Replicas {
 		m, err := e.startReplica(ctx, i)
