@@ -43,12 +43,13 @@ func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eur
 		var secret corev1.Secret
 		// Uncached: the manager does not watch (and so does not keep) Secrets.
 		if err := c.reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}, &secret); err != nil {
+			err = fmt.Errorf("read Eureka credentials from Secret %s: %w", ref.Name, err)
 			if apierrors.IsForbidden(err) {
 				// The manager may read Secrets only where a namespace grants it.
-				return nil, fmt.Errorf("read Eureka credentials from Secret %s: %w (grant the manager access in this namespace: kubectl -n %s create rolebinding eurekube-eureka-credentials --clusterrole=eurekube-eureka-credentials --serviceaccount=<manager namespace>:eurekube-manager)",
-					ref.Name, err, s.Namespace)
+				err = fmt.Errorf("%w (grant the manager access in this namespace: kubectl -n %s create rolebinding eurekube-eureka-credentials --clusterrole=eurekube-eureka-credentials --serviceaccount=<manager namespace>:eurekube-manager)",
+					err, s.Namespace)
 			}
-			return nil, fmt.Errorf("read Eureka credentials from Secret %s: %w", ref.Name, err)
+			return nil, err
 		}
 		user, pass = string(secret.Data["username"]), string(secret.Data["password"])
 	}

@@ -3,9 +3,6 @@ package admission
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -22,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -157,9 +153,9 @@ func TestManifests_DefaultOverlayIsAcceptedByTheAPIServer(t *testing.T) {
 // so the manifests are checked on a machine without one.
 func kubectl(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(suite.cp.Env.BinaryAssetsDirectory, "kubectl")
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("kubectl is built with the control plane (tests/tools/envtest/build.sh): %v", err)
+	path, err := suite.cp.Kubectl()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return path
 }
@@ -182,19 +178,11 @@ func renderDefault(t *testing.T) *rendered {
 	if err != nil {
 		t.Fatalf("kubectl kustomize manifests/default: %v\n%s", err, stderr.String())
 	}
-	r := &rendered{}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decode the rendered manifests: %v", err)
-		}
-		if len(u.Object) > 0 {
-			r.objects = append(r.objects, u)
-		}
+	objs, err := harness.DecodeObjects(raw)
+	if err != nil {
+		t.Fatalf("decode the rendered manifests: %v", err)
 	}
+	r := &rendered{objects: objs}
 	return r
 }
 

@@ -68,21 +68,49 @@ func (c *ControlPlane) applyAll(ctx context.Context, file string) error {
 	if err != nil {
 		return fmt.Errorf("rbac: %w", err)
 	}
+	objs, err := DecodeObjects(raw)
+	if err != nil {
+		return fmt.Errorf("rbac: %s: %w", file, err)
+	}
+	for _, u := range objs {
+		if err := c.Client.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("rbac: create %s %s from %s: %w", u.GetKind(), u.GetName(), file, err)
+		}
+	}
+	return nil
+}
+
+// DecodeObjects reads every object of a YAML (or JSON) stream, such as a
+// manifest file or the output of kubectl kustomize; empty documents are
+// skipped.
+func DecodeObjects(raw []byte) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
 	for {
 		u := &unstructured.Unstructured{}
 		err := dec.Decode(&u.Object)
 		if errors.Is(err, io.EOF) {
-			return nil
+			return objs, nil
 		}
 		if err != nil {
-			return fmt.Errorf("rbac: %s: %w", file, err)
+			return nil, err
 		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if err := c.Client.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("rbac: create %s %s from %s: %w", u.GetKind(), u.GetName(), file, err)
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
 		}
 	}
+}
+
+// Kubectl is the kubectl built beside the API server by
+// tests/tools/envtest/build.sh, of the same release.
+func (c *ControlPlane) Kubectl() (string, error) {
+	path := filepath.Join(c.Env.BinaryAssetsDirectory, "kubectl")
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("kubectl is built with the control plane (tests/tools/envtest/build.sh): %w", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("kubectl %s is not an executable file", path)
+	}
+	return path, nil
 }

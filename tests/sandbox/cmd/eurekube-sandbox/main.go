@@ -160,8 +160,8 @@ func printWelcome(sb *sandbox.Sandbox, spring *harness.SpringClient, took time.D
 	// The kubectl built beside the API server comes first on PATH, so the
 	// commands below work on a machine without one.
 	env := "export KUBECONFIG=" + sb.Kubeconfig
-	kubectl := filepath.Join(sb.ControlPlane.Env.BinaryAssetsDirectory, "kubectl")
-	bundled := isExecutable(kubectl)
+	kubectl, err := sb.ControlPlane.Kubectl()
+	bundled := err == nil
 	if bundled {
 		env += " PATH=" + filepath.Dir(kubectl) + ":$PATH"
 	}
@@ -191,9 +191,4 @@ for up to 30 s, and old pods keep serving for 100 s after they leave Eureka.
 
 Press Ctrl-C to stop everything.
 `, sb.LogDir)
-}
-
-func isExecutable(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
