@@ -227,3 +227,17 @@ func writeKubeconfig(env *envtest.Environment) (string, error) {
 	}
 	return path, nil
 }
+
+// Kubectl is the kubectl built beside the API server by
+// tests/tools/envtest/build.sh, of the same release.
+func (c *ControlPlane) Kubectl() (string, error) {
+	path := filepath.Join(c.Env.BinaryAssetsDirectory, "kubectl")
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("kubectl is built with the control plane (tests/tools/envtest/build.sh): %w", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("kubectl %s is not an executable file", path)
+	}
+	return path, nil
+}
