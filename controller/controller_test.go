@@ -14,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/tests/harness"
@@ -28,27 +31,272 @@ func TestStatus_CountsSelectedInjectedAndRegisteredPods(t *testing.T) {
 		pod := newPod(t, ns, "orders", fmt.Sprintf("orders-%d", i), true, fmt.Sprintf("10.0.0.%d", i))
 		register(t, c, s, pod)
 	}
-	harness.Eventually(t, 3*resync, "status 3 selected, 3 injected, 3 registered, Ready", func() error {
+	harness.Eventually(t, 3*resync, "status 3 selected, 3 injected, 3 registered, READY 3/3, Synced", func() error {
 		got, err := getSyncer(s)
 		if err != nil {
 			return err
 		}
 		st := got.Status
-		if st.SelectedPods != 3 || st.InjectedPods != 3 || st.ReadyPods != 3 || st.RegisteredInstances != 3 || st.UpInstances != 3 {
+		if st.SelectedPods != 3 || st.InjectedPods != 3 || st.ReadyPods != 3 || st.RegisteredInstances != 3 || st.UpInstances != 3 || st.Ready != "3/3" {
 			return fmt.Errorf("status %+v", st)
 		}
-		if !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
-			return fmt.Errorf("not Ready: %+v", st.Conditions)
+		for _, typ := range []string{v1alpha1.ConditionSynced, v1alpha1.ConditionExclusive, v1alpha1.ConditionDrained, v1alpha1.ConditionPodsInjected} {
+			if !meta.IsStatusConditionTrue(st.Conditions, typ) {
+				return fmt.Errorf("not %s: %+v", typ, st.Conditions)
+			}
 		}
 		return nil
 	})
-	out, err := exec.Command("kubectl", "--kubeconfig", cp.Kubeconfig, "get", "esync", "-n", ns, "--no-headers").CombinedOutput()
+	if got, want := getEsync(t, ns, s.Name), "orders ORDERS 3/3 3 True"; !strings.HasPrefix(got, want+" ") {
+		t.Fatalf("kubectl get esync = %q, want NAME APP READY REGISTERED SYNCED AGE = %q AGE", got, want)
+	}
+}
+
+// getEsync is the syncer's row of kubectl get esync, fields joined by one
+// space.
+func getEsync(t *testing.T, ns, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("kubectl", append([]string{"--kubeconfig", cp.Kubeconfig, "get", "esync", name, "-n", ns, "--no-headers"}, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl get esync: %v\n%s", err, out)
 	}
-	if fields := strings.Fields(string(out)); len(fields) < 6 || fields[1] != "ORDERS" || fields[2] != "3" || fields[3] != "3" || fields[4] != "3" || fields[5] != "True" {
-		t.Fatalf("kubectl get esync = %q, want NAME APP=ORDERS SELECTED=3 INJECTED=3 REGISTERED=3 READY=True AGE", out)
+	return strings.Join(strings.Fields(string(out)), " ")
+}
+
+func TestSynced_FalseWhilePodsAreSelectedAndNoInstanceIsUp(t *testing.T) {
+	ns := newNamespace(t)
+	s := newSyncer(t, ns, "cart")
+	foreign(t, directClient(t, server.URL()), s) // UP, but not this cluster's
+	for i := 1; i <= 2; i++ {
+		podShape{ns: ns, app: "cart", name: fmt.Sprintf("cart-%d", i), ip: fmt.Sprintf("10.0.6.%d", i), registrar: true, ready: false,
+			annotations: map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusInjected, v1alpha1.SyncerAnnotation: "cart", v1alpha1.DrainAnnotation: "100"}}.create(t)
 	}
+	harness.Eventually(t, 3*resync, "READY 0/2, Synced False NoInstanceUp", func() error {
+		got, err := getSyncer(s)
+		if err != nil {
+			return err
+		}
+		st := got.Status
+		c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSynced)
+		if st.Ready != "0/2" || c == nil || c.Status != metav1.ConditionFalse || c.Reason != "NoInstanceUp" || !strings.Contains(c.Message, "2 pod(s) selected, 0 ready") {
+			return fmt.Errorf("ready %q, Synced %+v", st.Ready, c)
+		}
+		return nil
+	})
+	if got, want := getEsync(t, ns, s.Name), "cart CART 0/2 0 False"; !strings.HasPrefix(got, want+" ") {
+		t.Fatalf("kubectl get esync = %q, want %q AGE", got, want)
+	}
+	if got := getEsync(t, ns, s.Name, "-o", "wide"); !strings.Contains(got, " NoInstanceUp 2 0 0 0") {
+		t.Fatalf("kubectl get esync -o wide = %q, want ... REASON=NoInstanceUp INJECTED=2 SKIPPED=0 OTHER-SYNCER=0 NO-DRAIN=0", got)
+	}
+}
+
+func TestOverlap_TheNewerSyncerNamesTheOlderThatOwnsThePods(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	older := newSyncer(t, ns, "ledger")
+	newer := &v1alpha1.EurekaSyncer{
+		ObjectMeta: metav1.ObjectMeta{Name: "ledger-v2", Namespace: ns},
+		Spec: v1alpha1.EurekaSyncerSpec{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "ledger"}}, // the same pods
+			Port:     older.Spec.Port,
+		},
+	}
+	if err := k8s.Create(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	c := directClient(t, server.URL())
+	foreign(t, c, older)
+	for i := 1; i <= 2; i++ { // the webhook gave them to the older syncer
+		register(t, c, older, newPod(t, ns, "ledger", fmt.Sprintf("ledger-%d", i), true, fmt.Sprintf("10.0.7.%d", i)))
+	}
+	harness.Eventually(t, 3*resync, "the newer syncer counts none and names the owner; the older counts both", func() error {
+		gotNewer, err := getSyncer(newer)
+		if err != nil {
+			return err
+		}
+		st := gotNewer.Status
+		if st.SelectedPods != 0 || st.InjectedPods != 0 || st.ReadyPods != 0 || st.PodsOwnedByOtherSyncers != 2 || st.Ready != "0/0" {
+			return fmt.Errorf("newer status %+v", st)
+		}
+		x := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionExclusive)
+		if x == nil || x.Status != metav1.ConditionFalse || x.Reason != "OverlappingSyncers" {
+			return fmt.Errorf("newer Exclusive %+v", x)
+		}
+		for _, m := range []string{"syncer ledger owns 2 (ledger-1, ledger-2)", "oldest", "narrow the selector"} {
+			if !strings.Contains(x.Message, m) {
+				return fmt.Errorf("newer Exclusive message %q does not say %q", x.Message, m)
+			}
+		}
+		gotOlder, err := getSyncer(older)
+		if err != nil {
+			return err
+		}
+		st = gotOlder.Status
+		if st.SelectedPods != 2 || st.InjectedPods != 2 || st.PodsOwnedByOtherSyncers != 0 || st.Ready != "2/2" ||
+			!meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionExclusive) || !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionSynced) {
+			return fmt.Errorf("older status %+v", st)
+		}
+		return nil
+	})
+	if got, want := getEsync(t, ns, newer.Name), "ledger-v2 LEDGER-V2 0/0 0 True"; !strings.HasPrefix(got, want+" ") {
+		t.Fatalf("kubectl get esync %s = %q, want %q AGE", newer.Name, got, want)
+	}
+	if got := getEsync(t, ns, newer.Name, "-o", "wide"); !strings.HasSuffix(got, " 0 0 2 0") {
+		t.Fatalf("kubectl get esync -o wide = %q, want ... INJECTED=0 SKIPPED=0 OTHER-SYNCER=2 NO-DRAIN=0", got)
+	}
+}
+
+func TestAdaptations_OneEventPerReasonStatusEntriesAndAGauge(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	s := newSyncer(t, ns, "quotes")
+	c := directClient(t, server.URL())
+	foreign(t, c, s)
+	composed := v1alpha1.Adaptation{Reason: v1alpha1.AdaptationPreStopComposed, Message: "container app: its own preStop (exec) runs, then the 100 s drain"}
+	disabled := v1alpha1.Adaptation{Reason: v1alpha1.AdaptationDrainDisabled, Message: "the drain is 0: the pod stops serving while callers may still hold its instance"}
+	finish := v1alpha1.Adaptation{Reason: v1alpha1.AdaptationMeantToFinish, Message: "restartPolicy Never: not injected, a registrar would keep the pod running"}
+	injected := func(drain string, list ...v1alpha1.Adaptation) map[string]string {
+		a := map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusInjected, v1alpha1.SyncerAnnotation: "quotes",
+			v1alpha1.AdaptationsAnnotation: v1alpha1.EncodeAdaptations(list)}
+		if drain != "" {
+			a[v1alpha1.DrainAnnotation] = drain
+		}
+		return a
+	}
+	shapes := []podShape{
+		{name: "quotes-1", annotations: injected("100", composed)},
+		{name: "quotes-2", annotations: injected("100", composed)},
+		{name: "quotes-3", annotations: injected("100", composed)},
+		{name: "quotes-nodrain", annotations: injected("0", disabled)},
+		{name: "quotes-old", annotations: injected("")}, // injected before drains were recorded
+		{name: "quotes-garbled", annotations: map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusInjected, v1alpha1.SyncerAnnotation: "quotes",
+			v1alpha1.DrainAnnotation: "100", v1alpha1.AdaptationsAnnotation: "[{oops"}},
+	}
+	for i, p := range shapes {
+		p.ns, p.app, p.ip, p.registrar, p.ready = ns, "quotes", fmt.Sprintf("10.0.8.%d", i+1), true, true
+		register(t, c, s, p.create(t))
+	}
+	podShape{ns: ns, app: "quotes", name: "quotes-migrate", ready: false, // a Job's pod, skipped on purpose
+		annotations: map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusSkipped, v1alpha1.SyncerAnnotation: "quotes",
+			v1alpha1.AdaptationsAnnotation: v1alpha1.EncodeAdaptations([]v1alpha1.Adaptation{finish})}}.create(t)
+
+	harness.Eventually(t, 3*resync, "adaptations, skipped pods and pods without drain in status", func() error {
+		got, err := getSyncer(s)
+		if err != nil {
+			return err
+		}
+		st := got.Status
+		if st.SelectedPods != 6 || st.SkippedPods != 1 || st.PodsWithoutDrain != 2 || st.Ready != "6/6" {
+			return fmt.Errorf("status selected %d skipped %d without drain %d ready %q", st.SelectedPods, st.SkippedPods, st.PodsWithoutDrain, st.Ready)
+		}
+		var entries []string
+		for _, a := range st.Adaptations {
+			entries = append(entries, fmt.Sprintf("%s=%d:%s", a.Reason, a.Pods, strings.Join(a.ExamplePods, ",")))
+		}
+		want := "AdaptationsUnreadable=1:quotes-garbled DrainDisabled=1:quotes-nodrain PodMeantToFinish=1:quotes-migrate PreStopComposed=3:quotes-1,quotes-2,quotes-3"
+		if strings.Join(entries, " ") != want {
+			return fmt.Errorf("adaptations %v, want %s", entries, want)
+		}
+		d := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDrained)
+		if d == nil || d.Status != metav1.ConditionFalse || d.Reason != "PodsWithoutDrain" || !strings.Contains(d.Message, "quotes-nodrain, quotes-old") || !strings.Contains(d.Message, "restart them") {
+			return fmt.Errorf("Drained %+v", d)
+		}
+		return nil
+	})
+
+	// events: one per reason, with its type; not one per pod, not one per
+	// resync.
+	wantEvents := func(want map[string]string) func() error {
+		return func() error {
+			var list corev1.EventList
+			if err := k8s.List(ctx, &list, &clientInNamespace{ns}); err != nil {
+				return err
+			}
+			got := map[string]string{}
+			for _, e := range list.Items {
+				if e.InvolvedObject.Name != s.Name || e.Reason == "SyncFailed" {
+					continue
+				}
+				count := int32(1)
+				if e.Series != nil {
+					count = e.Series.Count
+				}
+				got[e.Reason] += fmt.Sprintf("[%s %d %s]", e.Type, count, e.Message)
+			}
+			for reason, mentions := range want {
+				for _, m := range strings.Split(mentions, "|") {
+					if !strings.Contains(got[reason], m) {
+						return fmt.Errorf("%s events %q do not mention %q (all: %v)", reason, got[reason], m, got)
+					}
+				}
+				if n := strings.Count(got[reason], "["); n != strings.Count(mentions, "[") {
+					return fmt.Errorf("%d %s events, want %d: %q", n, reason, strings.Count(mentions, "["), got[reason])
+				}
+			}
+			return nil
+		}
+	}
+	first := map[string]string{
+		"PreStopComposed":       "[Normal 1 3 running pod(s) of this syncer (quotes-1, quotes-2, quotes-3); quotes-1: container app: its own preStop",
+		"DrainDisabled":         "[Warning 1 1 running pod(s) of this syncer (quotes-nodrain)",
+		"PodMeantToFinish":      "[Warning 1 1 running pod(s) of this syncer (quotes-migrate)",
+		"AdaptationsUnreadable": "[Warning 1 1 running pod(s) of this syncer (quotes-garbled); quotes-garbled: annotation eurekube.io/adaptations",
+	}
+	harness.Eventually(t, 3*resync, "one event per reason", wantEvents(first))
+	time.Sleep(2 * resync) // resyncs that change nothing report nothing
+	if err := wantEvents(first)(); err != nil {
+		t.Fatal(err)
+	}
+
+	gauge := func() (map[string]float64, error) {
+		families, err := metrics.Registry.Gather()
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]float64{}
+		for _, f := range families {
+			if f.GetName() != "eurekube_syncer_pod_adaptations" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["namespace"] == ns && labels["syncer"] == s.Name {
+					out[labels["reason"]] = m.GetGauge().GetValue()
+				}
+			}
+		}
+		return out, nil
+	}
+	if got, err := gauge(); err != nil || fmt.Sprint(got) != "map[AdaptationsUnreadable:1 DrainDisabled:1 PodMeantToFinish:1 PreStopComposed:3]" {
+		t.Fatalf("eurekube_syncer_pod_adaptations = %v, %v", got, err)
+	}
+
+	// One more composed pod, and the drain-0 pod goes: one event for each
+	// reason that changed, the gauge follows, the gone reason's series too.
+	register(t, c, s, podShape{ns: ns, app: "quotes", name: "quotes-4", ip: "10.0.8.9", registrar: true, ready: true, annotations: injected("100", composed)}.create(t))
+	var nodrain corev1.Pod
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "quotes-nodrain"}, &nodrain); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(ctx, &nodrain, &clientGrace0); err != nil {
+		t.Fatal(err)
+	}
+	second := map[string]string{
+		"PreStopComposed":  first["PreStopComposed"] + "|[Normal 1 4 running pod(s) of this syncer (quotes-1, quotes-2, quotes-3, quotes-4)",
+		"DrainDisabled":    first["DrainDisabled"] + "|[Normal 1 no running pod of this syncer carries this adaptation any more",
+		"PodMeantToFinish": first["PodMeantToFinish"],
+	}
+	harness.Eventually(t, 3*resync, "one more event for each reason that changed", wantEvents(second))
+	harness.Eventually(t, 3*resync, "the gauge follows", func() error {
+		if got, err := gauge(); err != nil || fmt.Sprint(got) != "map[AdaptationsUnreadable:1 PodMeantToFinish:1 PreStopComposed:4]" {
+			return fmt.Errorf("eurekube_syncer_pod_adaptations = %v, %v", got, err)
+		}
+		return nil
+	})
 }
 
 func TestOrphans_AnInstanceWhosePodIsGoneIsRemovedWithinOneResync(t *testing.T) {
@@ -189,8 +437,8 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return errors.New("finalizer released while an instance was left")
 		}
-		if c := meta.FindStatusCondition(syncer.Status.Conditions, v1alpha1.ConditionReady); c == nil || c.Reason != "Detaching" || !strings.Contains(c.Message, running.Name) {
-			return fmt.Errorf("Ready condition %+v, want Detaching naming %s", c, running.Name)
+		if c := meta.FindStatusCondition(syncer.Status.Conditions, v1alpha1.ConditionSynced); c == nil || c.Reason != "Detaching" || !strings.Contains(c.Message, running.Name) {
+			return fmt.Errorf("Synced condition %+v, want Detaching naming %s", c, running.Name)
 		}
 		return nil
 	})

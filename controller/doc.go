@@ -21,6 +21,19 @@
 // DOWN survives heartbeats and, unlike the /status override, is not sticky),
 // so callers stop using them. They leave Eureka when their pods stop and
 // the registrar cancels. The finalizer is released once no instance of the
-// syncer is left and no pod runs its registrar; until then the Ready
+// syncer is left and no pod runs its registrar; until then the Synced
 // condition (reason Detaching) and events name the pods to restart.
+//
+// A syncer counts the pods it owns: those its selector matches that it
+// injected (annotation eurekube.io/syncer) or that no syncer injected
+// (created before injection was enabled, or opted out: PodsInjected names
+// them). A pod another syncer injected is registered under that syncer's
+// app, so it is only counted in podsOwnedByOtherSyncers and named by the
+// Exclusive condition; a pod the webhook skipped on purpose (a Job's) is
+// counted in skippedPods. status.ready reads like a Deployment's READY:
+// instances UP / pods selected. Synced (Eureka agrees with Kubernetes) is
+// never True while pods are selected and no instance is UP. Injected pods
+// without a drain are counted and named by Drained. What the webhook
+// adapted for each pod (eurekube.io/adaptations) is aggregated per reason
+// into status, Events and a metric: see adaptations.go.
 package controller

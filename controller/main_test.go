@@ -109,24 +109,45 @@ func newSyncer(t testing.TB, ns, name string, urls ...string) *v1alpha1.EurekaSy
 }
 
 // newPod creates a pod as the webhook leaves it (with or without the
-// registrar) and sets its status as a kubelet would.
+// registrar; injected with a 100 s drain) and sets its status as a kubelet
+// would, ready.
 func newPod(t testing.TB, ns, app, name string, injected bool, ip string) *corev1.Pod {
+	t.Helper()
+	p := podShape{ns: ns, app: app, name: name, ip: ip, ready: true}
+	if injected {
+		p.registrar = true
+		p.annotations = map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusInjected, v1alpha1.SyncerAnnotation: app, v1alpha1.DrainAnnotation: "100"}
+	}
+	return p.create(t)
+}
+
+// podShape is what the reconciler looks at in a pod.
+type podShape struct {
+	ns, app, name, ip string
+	registrar, ready  bool
+	annotations       map[string]string
+}
+
+func (p podShape) create(t testing.TB) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": app}},
+		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: p.ns, Labels: map[string]string{"app": p.app}, Annotations: p.annotations},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
 	}
-	if injected { // what the webhook adds, as far as the reconciler looks
+	if p.registrar { // what the webhook adds, as far as the reconciler looks
 		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: v1alpha1.RegistrarContainerName, Image: "eurekube/registrar:test"})
-		pod.Annotations = map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusInjected, v1alpha1.SyncerAnnotation: app}
 	}
 	if err := k8s.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
+	ready := corev1.ConditionFalse
+	if p.ready {
+		ready = corev1.ConditionTrue
+	}
 	pod.Status.Phase = corev1.PodRunning
-	pod.Status.PodIP = ip
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+	pod.Status.PodIP = p.ip
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.Now()}}
 	if err := k8s.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,12 @@
 package controller
 
 import (
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -19,6 +22,10 @@ var (
 		Name: "eurekube_orphans_removed_total",
 		Help: "Instances removed from Eureka because their pod no longer exists.",
 	}, []string{"namespace", "syncer"})
+	adaptationsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eurekube_syncer_pod_adaptations",
+		Help: "Running pods of a syncer carrying an adaptation (what the webhook adapted or could not do for them), by reason.",
+	}, []string{"namespace", "syncer", "reason"})
 	eurekaRequests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "eurekube_eureka_request_duration_seconds",
 		Help:    "Eureka requests of the reconciler, by operation and result.",
@@ -27,7 +34,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(instancesGauge, orphansRemoved, eurekaRequests)
+	metrics.Registry.MustRegister(instancesGauge, orphansRemoved, adaptationsGauge, eurekaRequests)
 }
 
 // requestObserver feeds eurekaRequests; it implements eureka.Observer.
@@ -42,6 +49,41 @@ func forgetMetrics(namespace, syncer string) {
 	labels := map[string]string{"namespace": namespace, "syncer": syncer}
 	instancesGauge.DeletePartialMatch(labels)
 	orphansRemoved.DeletePartialMatch(labels)
+	adaptationsGauge.DeletePartialMatch(labels)
+	adaptationSeries.Lock()
+	delete(adaptationSeries.reasons, types.NamespacedName{Namespace: namespace, Name: syncer})
+	adaptationSeries.Unlock()
+}
+
+// adaptationSeries remembers which reasons each syncer's gauge holds, so a
+// reason that disappears loses its series (a stale 3 would read as three
+// pods still adapted).
+var adaptationSeries = struct {
+	sync.Mutex
+	reasons map[types.NamespacedName][]string
+}{reasons: map[types.NamespacedName][]string{}}
+
+// setAdaptationGauges publishes how many pods carry each adaptation and
+// removes the series of reasons no pod carries any more.
+func setAdaptationGauges(s *v1alpha1.EurekaSyncer, list []v1alpha1.PodAdaptations) {
+	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+	current := make([]string, 0, len(list))
+	for _, a := range list {
+		adaptationsGauge.WithLabelValues(s.Namespace, s.Name, string(a.Reason)).Set(float64(a.Pods))
+		current = append(current, string(a.Reason))
+	}
+	adaptationSeries.Lock()
+	defer adaptationSeries.Unlock()
+	for _, reason := range adaptationSeries.reasons[key] {
+		if !slices.Contains(current, reason) {
+			adaptationsGauge.DeleteLabelValues(s.Namespace, s.Name, reason)
+		}
+	}
+	if len(current) == 0 {
+		delete(adaptationSeries.reasons, key)
+	} else {
+		adaptationSeries.reasons[key] = current
+	}
 }
 
 // setInstanceGauges publishes how many of the syncer's instances are in

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"sort"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -9,30 +10,68 @@ import (
 	"github.com/eurekube/eurekube/api/v1alpha1"
 )
 
-// podCounts is what the selected pods look like.
+// podCounts is what the pods a syncer's selector matches look like, from
+// that syncer's point of view.
 type podCounts struct {
+	// selected: live pods injected by this syncer or by none; injected and
+	// ready count among them.
 	selected, injected, ready int32
+	// skipped: live pods of this syncer the webhook left without the
+	// registrar on purpose.
+	skipped int32
 	// notInjected names the selected pods without the registrar, sorted.
 	notInjected []string
-	// uids of every selected pod, terminated ones included: an instance of
-	// any of them is not an orphan.
+	// withoutDrain names the live pods this syncer injected whose drain is
+	// absent or 0, sorted.
+	withoutDrain []string
+	// ownedByOthers: live pods another syncer injected, by that syncer,
+	// each list sorted.
+	ownedByOthers map[string][]string
+	// adaptations of the live pods of this syncer (skipped ones included),
+	// one entry per reason, sorted by reason.
+	adaptations []v1alpha1.PodAdaptations
+	// uids of every pod the selector matches, terminated ones and other
+	// syncers' included: an instance of any of them is not an orphan.
 	uids map[types.UID]struct{}
 }
 
-// countPods counts the running pods among the selected ones. Pods being
-// deleted or finished no longer count as selected: their registrar is
-// leaving or gone.
-func countPods(pods []corev1.Pod) podCounts {
-	c := podCounts{uids: make(map[types.UID]struct{}, len(pods))}
+// countPods classifies the pods the selector of the named syncer matches.
+// Pods being deleted or finished are not counted: their registrar is
+// leaving or gone. A pod another syncer injected (the webhook gives a pod
+// to the oldest matching syncer) is registered under that syncer's app, so
+// it is only counted as owned by it. A pod without the syncer annotation
+// (created before injection was enabled, or opted out) is selected and
+// named by PodsInjected.
+func countPods(pods []corev1.Pod, syncer string) podCounts {
+	c := podCounts{uids: make(map[types.UID]struct{}, len(pods)), ownedByOthers: map[string][]string{}}
+	sorted := make([]*corev1.Pod, 0, len(pods))
 	for i := range pods {
-		pod := &pods[i]
-		c.uids[pod.UID] = struct{}{}
-		if !live(pod) {
+		c.uids[pods[i].UID] = struct{}{}
+		if live(&pods[i]) {
+			sorted = append(sorted, &pods[i])
+		}
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var mine []*corev1.Pod
+	for _, pod := range sorted {
+		owner := pod.Annotations[v1alpha1.SyncerAnnotation]
+		switch {
+		case owner != "" && owner != syncer:
+			c.ownedByOthers[owner] = append(c.ownedByOthers[owner], pod.Name)
 			continue
+		case owner == syncer:
+			mine = append(mine, pod)
+			if pod.Annotations[v1alpha1.StatusAnnotation] == v1alpha1.StatusSkipped {
+				c.skipped++
+				continue
+			}
 		}
 		c.selected++
 		if hasRegistrar(pod) {
 			c.injected++
+			if owner == syncer && !hasDrain(pod) {
+				c.withoutDrain = append(c.withoutDrain, pod.Name)
+			}
 		} else {
 			c.notInjected = append(c.notInjected, pod.Name)
 		}
@@ -40,8 +79,25 @@ func countPods(pods []corev1.Pod) podCounts {
 			c.ready++
 		}
 	}
-	sort.Strings(c.notInjected)
+	c.adaptations = aggregateAdaptations(mine)
 	return c
+}
+
+// ownedByOthersCount is how many selected pods other syncers injected.
+func (c *podCounts) ownedByOthersCount() int32 {
+	var n int32
+	for _, pods := range c.ownedByOthers {
+		n += int32(len(pods))
+	}
+	return n
+}
+
+// hasDrain: the webhook recorded a drain of at least one second. Pods
+// injected before drains were recorded have no annotation, and their drain
+// cannot be known, so they count as without one.
+func hasDrain(pod *corev1.Pod) bool {
+	seconds, err := strconv.Atoi(pod.Annotations[v1alpha1.DrainAnnotation])
+	return err == nil && seconds > 0
 }
 
 // podsRunningRegistrarOf names the pods, sorted, that still run the

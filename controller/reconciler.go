@@ -105,9 +105,11 @@ func Setup(mgr manager.Manager, o Options) error {
 }
 
 // syncersOfPod maps a pod to the syncers of its namespace whose selector
-// matches it, and to the syncer named by its injection annotation. For an
-// update, controller-runtime calls it with the old and the new pod, so a
-// syncer the pod stopped matching is reconciled too.
+// matches it, and to the syncer named by its injection annotation. A pod
+// two syncers select thus reaches both: the one that owns it and the one
+// that reports it as owned by another. For an update, controller-runtime
+// calls it with the old and the new pod, so a syncer the pod stopped
+// matching is reconciled too.
 func (r *Reconciler) syncersOfPod(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list v1alpha1.EurekaSyncerList
 	if err := r.client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
@@ -164,13 +166,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	} else {
 		setInstanceGauges(&s, obs.instances)
 	}
+	setAdaptationGauges(&s, obs.pods.adaptations)
+	previous := s.Status.Adaptations
 	if err := r.writeStatus(ctx, &s, &obs); err != nil {
 		return reconcile.Result{}, err
 	}
+	// After the write: a failed write reports the change on the next try,
+	// not twice.
+	r.reportAdaptations(&s, previous, obs.pods.adaptations)
 	if deleting && obs.detached() {
 		return reconcile.Result{}, r.releaseFinalizer(ctx, &s)
 	}
 	return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
+}
+
+// reportAdaptations records one Event per adaptation reason whose pods
+// changed since the previous status.
+func (r *Reconciler) reportAdaptations(s *v1alpha1.EurekaSyncer, previous, current []v1alpha1.PodAdaptations) {
+	for _, e := range adaptationEvents(previous, current) {
+		r.recorder.Eventf(s, nil, e.eventType, string(e.reason), "Inject", "%s", e.note)
+	}
 }
 
 // observe reads the selected pods from the cache and this cluster's
@@ -190,7 +205,7 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		client.UnsafeDisableDeepCopy); err != nil { // read only
 		return observed{}, nil, fmt.Errorf("list pods: %w", err)
 	}
-	obs := observed{pods: countPods(pods.Items)}
+	obs := observed{pods: countPods(pods.Items, s.Name)}
 	if !s.DeletionTimestamp.IsZero() {
 		// Pods injected by this syncer keep its registrar even when its
 		// selector no longer matches them.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,6 +18,20 @@ const (
 	reasonEurekaUnreachable = "EurekaUnreachable"
 	reasonEurekaConfig      = "EurekaConfigInvalid"
 	reasonDetachBlocked     = "DetachBlocked"
+)
+
+// Reasons of the Synced, Exclusive and Drained conditions.
+const (
+	reasonInSync           = "InSync"
+	reasonNoPodSelected    = "NoPodSelected"
+	reasonNoInstanceUp     = "NoInstanceUp"
+	reasonNotAllRegistered = "NotAllRegistered"
+	reasonMoreUpThanReady  = "MoreUpThanReady"
+	reasonDetaching        = "Detaching"
+	reasonOverlapping      = "OverlappingSyncers"
+	reasonNoOverlap        = "NoOverlap"
+	reasonWithoutDrain     = "PodsWithoutDrain"
+	reasonAllDrained       = "AllDrained"
 )
 
 // observed is what one reconcile measured and did.
@@ -47,6 +62,9 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 	next.ObservedGeneration = s.Generation
 	next.AppName = s.EffectiveAppName()
 	next.SelectedPods, next.InjectedPods, next.ReadyPods = obs.pods.selected, obs.pods.injected, obs.pods.ready
+	next.SkippedPods, next.PodsOwnedByOtherSyncers = obs.pods.skipped, obs.pods.ownedByOthersCount()
+	next.PodsWithoutDrain = int32(len(obs.pods.withoutDrain))
+	next.Adaptations = obs.pods.adaptations
 	next.OrphansRemoved += int64(obs.orphansRemoved)
 	if obs.eurekaErr == nil {
 		var up int32
@@ -57,6 +75,7 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 		}
 		next.RegisteredInstances, next.UpInstances = int32(len(obs.instances)), up
 	}
+	next.Ready = fmt.Sprintf("%d/%d", next.UpInstances, next.SelectedPods)
 	for _, c := range conditions(s, obs, next.UpInstances) {
 		c.ObservedGeneration = s.Generation
 		meta.SetStatusCondition(&next.Conditions, c)
@@ -70,7 +89,8 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 	return next, changed
 }
 
-// conditions returns Ready, EurekaReachable and PodsInjected.
+// conditions returns Synced, EurekaReachable, PodsInjected, Exclusive and
+// Drained.
 func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Condition {
 	injected := metav1.Condition{Type: v1alpha1.ConditionPodsInjected, Status: metav1.ConditionTrue, Reason: "AllInjected",
 		Message: fmt.Sprintf("%d of %d selected pod(s) run the registrar", obs.pods.injected, obs.pods.selected)}
@@ -85,20 +105,83 @@ func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Cond
 		reachable.Status, reachable.Reason, reachable.Message = metav1.ConditionFalse, obs.eurekaReason, truncate(obs.eurekaErr.Error(), 1024)
 	}
 
-	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Registered",
-		Message: fmt.Sprintf("%d ready pod(s), %d instance(s) UP", obs.pods.ready, up)}
+	return []metav1.Condition{synced(s, obs, up, injected), reachable, injected, exclusive(s, obs), drained(obs)}
+}
+
+// synced says whether Eureka agrees with Kubernetes: every selected pod
+// injected, as many instances UP as pods ready. It is never True while pods
+// are selected and no instance is UP. With nothing selected and nothing UP
+// both sides agree (like a Deployment scaled to 0).
+func synced(s *v1alpha1.EurekaSyncer, obs *observed, up int32, injected metav1.Condition) metav1.Condition {
+	pods := &obs.pods
+	c := metav1.Condition{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionFalse}
 	switch {
 	case !s.DeletionTimestamp.IsZero():
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "Detaching", detachingMessage(obs)
+		c.Reason, c.Message = reasonDetaching, detachingMessage(obs)
 	case obs.eurekaErr != nil:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, obs.eurekaReason, "Eureka could not be read: see the EurekaReachable condition"
-	case len(obs.pods.notInjected) > 0:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, injected.Reason, injected.Message
-	case up < obs.pods.ready:
-		ready.Status, ready.Reason = metav1.ConditionFalse, "NotAllRegistered"
-		ready.Message = fmt.Sprintf("%d ready pod(s) but only %d instance(s) UP in Eureka", obs.pods.ready, up)
+		c.Reason, c.Message = obs.eurekaReason, "Eureka could not be read: see the EurekaReachable condition"
+	case pods.selected > 0 && up == 0:
+		c.Reason = reasonNoInstanceUp
+		c.Message = fmt.Sprintf("%d pod(s) selected, %d ready, %d run the registrar, but no instance is UP in Eureka", pods.selected, pods.ready, pods.injected)
+	case len(pods.notInjected) > 0:
+		c.Reason, c.Message = injected.Reason, injected.Message
+	case up < pods.ready:
+		c.Reason = reasonNotAllRegistered
+		c.Message = fmt.Sprintf("%d ready pod(s) but only %d instance(s) UP in Eureka", pods.ready, up)
+	case up > pods.ready:
+		c.Reason = reasonMoreUpThanReady
+		c.Message = fmt.Sprintf("%d instance(s) UP in Eureka but only %d selected pod(s) ready: callers are sent to pods Kubernetes does not count as ready (failing readiness, or relabelled out of the selector with the registrar still running)",
+			up, pods.ready)
+	case pods.selected == 0:
+		c.Status, c.Reason = metav1.ConditionTrue, reasonNoPodSelected
+		c.Message = "no pod selected and no instance UP"
+	default:
+		c.Status, c.Reason = metav1.ConditionTrue, reasonInSync
+		c.Message = fmt.Sprintf("%d pod(s) selected, %d ready, %d instance(s) UP", pods.selected, pods.ready, up)
 	}
-	return []metav1.Condition{ready, reachable, injected}
+	if n := pods.ownedByOthersCount(); n > 0 && c.Reason != reasonDetaching {
+		c.Message += fmt.Sprintf("; %d pod(s) matched by the selector belong to another syncer and are not counted (see Exclusive)", n)
+	}
+	return c
+}
+
+// exclusive is False when other syncers injected pods this syncer's
+// selector matches: they are registered under those syncers' apps. It names
+// the owners and how to resolve the overlap.
+func exclusive(s *v1alpha1.EurekaSyncer, obs *observed) metav1.Condition {
+	owners := make([]string, 0, len(obs.pods.ownedByOthers))
+	for owner := range obs.pods.ownedByOthers {
+		owners = append(owners, owner)
+	}
+	if len(owners) == 0 {
+		return metav1.Condition{Type: v1alpha1.ConditionExclusive, Status: metav1.ConditionTrue, Reason: reasonNoOverlap,
+			Message: "no pod matched by the selector belongs to another syncer"}
+	}
+	sort.Strings(owners)
+	var parts []string
+	for _, owner := range owners {
+		pods := obs.pods.ownedByOthers[owner]
+		parts = append(parts, fmt.Sprintf("syncer %s owns %d (%s)", owner, len(pods), names(pods)))
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionExclusive, Status: metav1.ConditionFalse, Reason: reasonOverlapping,
+		Message: truncate(fmt.Sprintf("%d running pod(s) matched by this selector were injected by another syncer and are registered under its app, not %s: %s. "+
+			"The webhook gives a pod to the oldest matching syncer (then by name), so the older syncer keeps them. "+
+			"To resolve: narrow the selector of one syncer so that each pod matches only one, or delete the syncer that should not register them (then restart the pods)",
+			obs.pods.ownedByOthersCount(), s.EffectiveAppName(), strings.Join(parts, "; ")), 2048)}
+}
+
+// drained is False when pods this syncer injected keep no drain: they stop
+// serving while callers may still hold their instance.
+func drained(obs *observed) metav1.Condition {
+	n := len(obs.pods.withoutDrain)
+	if n == 0 {
+		return metav1.Condition{Type: v1alpha1.ConditionDrained, Status: metav1.ConditionTrue, Reason: reasonAllDrained,
+			Message: "every injected pod keeps serving for its drain after its instance is cancelled"}
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionDrained, Status: metav1.ConditionFalse, Reason: reasonWithoutDrain,
+		Message: fmt.Sprintf("%d injected pod(s) have no drain (annotation %s absent or \"0\"), so they stop serving while callers may still hold their instance: %s. "+
+			"Pods injected by an older Eurekube: restart them so the current webhook gives them a drain; drain set to 0: raise spec.drain.preStopSleepSeconds (or the pod's eurekube.io/prestop-sleep) and restart them",
+			n, v1alpha1.DrainAnnotation, names(obs.pods.withoutDrain))}
 }
 
 func detachingMessage(obs *observed) string {

@@ -221,7 +221,17 @@ type EurekaSyncerStatus struct {
 	// +optional
 	AppName string `json:"appName,omitempty"`
 
-	// SelectedPods is how many pods the selector matches.
+	// Ready is "UP/SELECTED", read like a Deployment's READY: the
+	// instances UP in Eureka out of the pods selected (upInstances /
+	// selectedPods).
+	// +optional
+	Ready string `json:"ready,omitempty"`
+
+	// SelectedPods is how many running pods this syncer registers: its
+	// selector matches them, and they were injected by this syncer or by
+	// none (created before injection was enabled, or opted out). Pods
+	// another syncer injected (podsOwnedByOtherSyncers) and pods left
+	// without the registrar on purpose (skippedPods) are not counted.
 	// +optional
 	SelectedPods int32 `json:"selectedPods"`
 
@@ -232,6 +242,26 @@ type EurekaSyncerStatus struct {
 	// ReadyPods is how many selected pods are ready.
 	// +optional
 	ReadyPods int32 `json:"readyPods"`
+
+	// SkippedPods is how many running pods the selector matches that the
+	// webhook left without the registrar on purpose (annotation
+	// eurekube.io/status: skipped), for example a Job's pods, which a
+	// registrar would keep running forever. status.adaptations says why.
+	// +optional
+	SkippedPods int32 `json:"skippedPods"`
+
+	// PodsOwnedByOtherSyncers is how many running pods the selector matches
+	// that another syncer injected: they are registered under that syncer's
+	// app, not this one's. The Exclusive condition names the owners.
+	// +optional
+	PodsOwnedByOtherSyncers int32 `json:"podsOwnedByOtherSyncers"`
+
+	// PodsWithoutDrain is how many pods this syncer injected that keep no
+	// drain (annotation eurekube.io/drain absent or "0"): they stop serving
+	// while callers may still hold their instance. The Drained condition
+	// names them.
+	// +optional
+	PodsWithoutDrain int32 `json:"podsWithoutDrain"`
 
 	// RegisteredInstances is how many of this cluster's instances of this
 	// syncer Eureka lists, whatever their status.
@@ -251,11 +281,42 @@ type EurekaSyncerStatus struct {
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 
-	// Conditions: Ready, EurekaReachable and PodsInjected.
+	// Adaptations are what the webhook adapted or could not do for the
+	// running pods of this syncer (their eurekube.io/adaptations
+	// annotation), one entry per reason, sorted by reason.
+	// +optional
+	// +listType=map
+	// +listMapKey=reason
+	Adaptations []PodAdaptations `json:"adaptations,omitempty"`
+
+	// Conditions: Synced (Eureka agrees with Kubernetes), EurekaReachable,
+	// PodsInjected, Exclusive (no selected pod belongs to another syncer)
+	// and Drained (every injected pod keeps serving for a drain).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PodAdaptations is one kind of adaptation and the pods it was made for.
+type PodAdaptations struct {
+	// Reason is the cause (PreStopComposed, PreStopDropped, DrainDisabled,
+	// RegistrarPortMoved, PortNotDeclared, HostNetwork, PodMeantToFinish,
+	// or AdaptationsUnreadable when a pod's annotation could not be read).
+	// It is also the reason of the syncer's Events and the label of the
+	// eurekube_syncer_pod_adaptations metric.
+	Reason AdaptationReason `json:"reason"`
+
+	// Pods is how many running pods of this syncer carry it.
+	Pods int32 `json:"pods"`
+
+	// Message is what the webhook said for the first of ExamplePods.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// ExamplePods names up to five of those pods, sorted.
+	// +optional
+	ExamplePods []string `json:"examplePods,omitempty"`
 }
 
 // EurekaSyncer registers the selected pods of its namespace in Eureka.
@@ -263,11 +324,15 @@ type EurekaSyncerStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=esync,categories=eurekube
 // +kubebuilder:printcolumn:name="App",type=string,JSONPath=`.status.appName`
-// +kubebuilder:printcolumn:name="Selected",type=integer,JSONPath=`.status.selectedPods`
-// +kubebuilder:printcolumn:name="Injected",type=integer,JSONPath=`.status.injectedPods`
-// +kubebuilder:printcolumn:name="Registered",type=integer,JSONPath=`.status.registeredInstances`
-// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`,description="Instances UP in Eureka / pods selected"
+// +kubebuilder:printcolumn:name="Registered",type=integer,JSONPath=`.status.registeredInstances`,description="This cluster's instances of the syncer in Eureka, whatever their status"
+// +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].status`,description="Eureka agrees with Kubernetes"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].reason`,priority=1,description="Why Synced is what it is"
+// +kubebuilder:printcolumn:name="Injected",type=integer,JSONPath=`.status.injectedPods`,priority=1
+// +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.skippedPods`,priority=1
+// +kubebuilder:printcolumn:name="Other-Syncer",type=integer,JSONPath=`.status.podsOwnedByOtherSyncers`,priority=1,description="Selected pods another syncer injected"
+// +kubebuilder:printcolumn:name="No-Drain",type=integer,JSONPath=`.status.podsWithoutDrain`,priority=1,description="Injected pods without a drain"
 type EurekaSyncer struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -163,7 +163,7 @@ func MeasureScale(ctx context.Context, o ScaleOptions, r *Results) error {
 		ID: "reconciler." + scenarioID(sc) + ".time_to_right", Section: SectionReconciler, Name: sc.Name + ": manager start → every status right",
 		Value: converged.Seconds(), Unit: "s", Target: timeTarget,
 		Anchor:   fmt.Sprintf("of which start → /readyz (caches synced, polled every 100 ms): %s s; %s Eureka requests until then", formatValue(readyz.Seconds()), formatValue(float64(untilRight.Total()))),
-		Method:   fmt.Sprintf("%s created beforehand (%d pods in all, annotated and shaped as injected, Running and Ready with pod IPs through the status subresource), each pod's instance registered UP directly in an empty Eureka registry (fast profile) with the metadata the registrar sends (sidecar.Config.Instance); then the manager process starts (--resync-period %s, Eureka through a counting proxy) and every syncer is polled every 100 ms until observedGeneration, selected, injected, ready, registered and UP counts all equal the pods and Ready is True.", shape, sc.pods(), o.ResyncPeriod),
+		Method:   fmt.Sprintf("%s created beforehand (%d pods in all, annotated and shaped as injected, Running and Ready with pod IPs through the status subresource), each pod's instance registered UP directly in an empty Eureka registry (fast profile) with the metadata the registrar sends (sidecar.Config.Instance); then the manager process starts (--resync-period %s, Eureka through a counting proxy) and every syncer is polled every 100 ms until observedGeneration, selected, injected, ready, registered and UP counts all equal the pods and Synced is True.", shape, sc.pods(), o.ResyncPeriod),
 		IfMissed: "each syncer's first reconcile lists its pods from the cache and its app from Eureka, then writes a finalizer and a status; the time is start-up plus cache sync plus those writes at the manager's client rate",
 	})
 	r.Add(Figure{
@@ -331,8 +331,8 @@ func statusesRight(ctx context.Context, k8s client.Client, syncers int, pods int
 		case st.SelectedPods != pods || st.InjectedPods != pods || st.ReadyPods != pods || st.RegisteredInstances != pods || st.UpInstances != pods:
 			err = fmt.Errorf("selected %d, injected %d, ready %d, registered %d, up %d; want %d each",
 				st.SelectedPods, st.InjectedPods, st.ReadyPods, st.RegisteredInstances, st.UpInstances, pods)
-		case !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady):
-			err = errors.New("condition Ready is not True")
+		case !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionSynced):
+			err = errors.New("condition Synced is not True")
 		}
 		if err != nil {
 			wrong++

@@ -141,16 +141,17 @@ func waitSettled(ctx context.Context, sb *sandbox.Sandbox, app sandbox.App) erro
 }
 
 // syncerSettled reports whether the sample's EurekaSyncer status counts
-// every replica registered and UP, and is Ready.
+// every replica registered and UP (READY n/n), and is Synced.
 func syncerSettled(ctx context.Context, sb *sandbox.Sandbox, app sandbox.App) error {
 	var s v1alpha1.EurekaSyncer
 	if err := sb.ControlPlane.Client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: app.Name}, &s); err != nil {
 		return fmt.Errorf("read EurekaSyncer %s/%s: %w", app.Namespace, app.Name, err)
 	}
 	st := s.Status
-	if st.RegisteredInstances != app.Replicas || st.UpInstances != app.Replicas || !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady) {
-		return fmt.Errorf("EurekaSyncer %s status: %d registered, %d UP, Ready %v; want %d, %d, true",
-			app.Name, st.RegisteredInstances, st.UpInstances, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady), app.Replicas, app.Replicas)
+	ready := fmt.Sprintf("%d/%d", app.Replicas, app.Replicas)
+	if st.RegisteredInstances != app.Replicas || st.Ready != ready || !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionSynced) {
+		return fmt.Errorf("EurekaSyncer %s status: %d registered, READY %s, Synced %v; want %d, %s, true",
+			app.Name, st.RegisteredInstances, st.Ready, meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionSynced), app.Replicas, ready)
 	}
 	return nil
 }
