@@ -37,6 +37,11 @@ const (
 	// ReasonInvalidAnnotation: a eurekube.io/ annotation is unknown or bad;
 	// the pod is denied.
 	ReasonInvalidAnnotation Reason = "invalid-annotation"
+	// ReasonMeantToFinish: the pod's restartPolicy is Never or OnFailure (a
+	// Job's pod). The registrar, a regular container that runs until the pod
+	// stops, would keep it from ever completing, so the pod is only
+	// annotated as skipped, naming the syncer that selects it.
+	ReasonMeantToFinish Reason = "meant-to-finish"
 	// ReasonInvalidConfig: the syncer and the pod do not fit together (a
 	// port name the pod does not declare, no Eureka URL, no image); the pod
 	// is denied. Set by the handler when Mutate fails.
@@ -57,7 +62,8 @@ type Decision struct {
 	Inject bool
 	// Reason says why.
 	Reason Reason
-	// Syncer is the syncer that registers the pod (Inject only).
+	// Syncer is the syncer that registers the pod (Inject), or that selects
+	// a pod meant to finish (ReasonMeantToFinish).
 	Syncer *v1alpha1.EurekaSyncer
 	// Overrides are the pod's parsed annotations (Inject only).
 	Overrides Overrides
@@ -126,7 +132,17 @@ func Decide(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer) Deci
 		warnings = append(warnings, fmt.Sprintf("several EurekaSyncers select this pod: %s (the oldest) registers it; ignored: %s",
 			winner.Name, names(live[1:])))
 	}
+	if p := pod.Spec.RestartPolicy; p == corev1.RestartPolicyNever || p == corev1.RestartPolicyOnFailure {
+		return Decision{Reason: ReasonMeantToFinish, Syncer: winner, Warnings: append(warnings, meantToFinish(p).Message)}
+	}
 	return Decision{Inject: true, Reason: ReasonInjected, Syncer: winner, Overrides: overrides, Warnings: warnings}
+}
+
+// meantToFinish says why a pod of a Job (or any pod meant to finish) is not
+// registered.
+func meantToFinish(p corev1.RestartPolicy) v1alpha1.Adaptation {
+	return v1alpha1.Adaptation{Reason: v1alpha1.AdaptationMeantToFinish,
+		Message: fmt.Sprintf("restartPolicy %s: the pod is meant to finish (a Job's pod?), and the registrar would keep it running forever, so it is not registered in Eureka; narrow the syncer's selector to leave it out", p)}
 }
 
 // alreadyInjected is true when the registrar container or our status

@@ -16,6 +16,25 @@
 //   - hostNetwork pods share the node's ports: the registrar's health port
 //     may clash with another pod's, so the response warns (and the port can
 //     be chosen per syncer). The pod is still injected.
+//   - The drain (see addDrain in drain.go) goes to every container but the
+//     registrar and composes with the container's own preStop: the drain
+//     first, so the app keeps serving until every client cache has
+//     forgotten the cancelled instance, then the container's own hook, just
+//     before SIGTERM as it ran before. Without a hook or with a sleep hook
+//     the kubelet's sleep action does it; an exec or httpGet hook runs
+//     through the drain helper, the registrar binary copied by an init
+//     container into a volume, because a container has one preStop and a
+//     distroless image has no shell and no sleep. A drain endpoint on the
+//     registrar was weighed and not chosen: it covers httpGet but not exec,
+//     so a helper would be needed anyway, and the registrar would have to
+//     outlive its own SIGTERM. --exec-sleep-fallback (kubelets without the
+//     sleep action) drains every container through the same helper.
+//   - Pods meant to finish (restartPolicy Never or OnFailure: Jobs) are not
+//     injected: the registrar would keep them running forever. They are
+//     annotated as skipped, naming the syncer.
+//   - What was adapted or could not be done is recorded on the pod
+//     (eurekube.io/adaptations) and reported by the reconciler; admission
+//     warnings alone reach nobody for pods made by controllers.
 //   - Nothing depends on the pod's name, which is empty for generateName
 //     pods at admission: the registrar learns it from the downward API.
 package webhook

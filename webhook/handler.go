@@ -35,9 +35,9 @@ type Defaults struct {
 	PreStopSleepSeconds int32
 	// ClusterID marks every instance this cluster registers.
 	ClusterID string
-	// ExecSleepFallback injects `exec: sleep N` instead of the sleep
-	// lifecycle action, for clusters whose kubelets lack it or images that
-	// have a sleep binary.
+	// ExecSleepFallback drains every container through the drain helper
+	// (an exec preStop) instead of the kubelet's sleep action, for kubelets
+	// without the action (before Kubernetes 1.30).
 	ExecSleepFallback bool
 	// RegistrarResources are the registrar's requests and limits when a
 	// syncer sets none.
@@ -152,22 +152,36 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 	case d.Reason == ReasonInvalidAnnotation:
 		log.WithError(d.Err).Info("pod denied")
 		return deny(d.Err.Error()).WithWarnings(d.Warnings...), d.Reason
+	case d.Reason == ReasonMeantToFinish:
+		log.WithField("syncer", d.Syncer.Name).Info("pod meant to finish: not injected")
+		return patch(req, Skip(pod, d.Syncer.Name, meantToFinish(pod.Spec.RestartPolicy)), d.Warnings), d.Reason
 	case !d.Inject:
 		log.Debug("pod not injected")
 		return admission.Allowed(string(d.Reason)).WithWarnings(d.Warnings...), d.Reason
 	}
 
-	mutated, warnings, err := Mutate(pod, Config{Syncer: d.Syncer, Overrides: d.Overrides, Defaults: h.defaults})
+	mutated, adaptations, err := Mutate(pod, Config{Syncer: d.Syncer, Overrides: d.Overrides, Defaults: h.defaults})
 	if err != nil {
 		log.WithError(err).Info("pod denied")
 		return deny(fmt.Sprintf("EurekaSyncer %s cannot register this pod: %v", d.Syncer.Name, err)).WithWarnings(d.Warnings...), ReasonInvalidConfig
 	}
-	raw, err := json.Marshal(mutated)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode mutated pod: %w", err)), ReasonMalformed
+	warnings := d.Warnings
+	for _, a := range adaptations {
+		warnings = append(warnings, a.Message)
+		adapted.WithLabelValues(string(a.Reason)).Inc()
 	}
-	log.WithField("syncer", d.Syncer.Name).Info("pod injected")
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(append(d.Warnings, warnings...)...), d.Reason
+	log.WithFields(logrus.Fields{"syncer": d.Syncer.Name, "adaptations": len(adaptations)}).Info("pod injected")
+	return patch(req, mutated, warnings), d.Reason
+}
+
+// patch answers with the JSON patch from the request's pod to changed, which
+// controller-runtime computes.
+func patch(req admission.Request, changed *corev1.Pod, warnings []string) admission.Response {
+	raw, err := json.Marshal(changed)
+	if err != nil {
+		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode mutated pod: %w", err))
+	}
+	return admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(warnings...)
 }
 
 // deny refuses the pod as a bad request (HTTP 400 in the status), with a

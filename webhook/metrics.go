@@ -28,10 +28,14 @@ var (
 		Help:    "Time to answer one admission request, by result.",
 		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1},
 	}, []string{"result"})
+	adapted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "eurekube_webhook_adaptations_total",
+		Help: "What the webhook adapted or could not do for injected pods, by reason (recorded on each pod in the eurekube.io/adaptations annotation).",
+	}, []string{"reason"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(admissions, admissionSeconds)
+	metrics.Registry.MustRegister(admissions, admissionSeconds, adapted)
 }
 
 func observe(resp admission.Response, reason Reason, d time.Duration) {

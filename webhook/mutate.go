@@ -41,17 +41,18 @@ type Config struct {
 	Defaults Defaults
 }
 
-// Mutate returns a copy of pod with the registrar added, the app
-// container's preStop drain, the longer grace period and the status
-// annotations, plus warnings for the user. pod is not modified. An error
-// means the syncer and the pod do not fit together (for example a port
-// name that no container declares); it names what to fix.
-func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []string, error) {
+// Mutate returns a copy of pod with the registrar added, every app
+// container's preStop drain, the longer grace period and the annotations
+// (status, syncer, drain, adaptations), plus what was adapted or could not
+// be done, which the annotation records too. pod is not modified. An error
+// means the syncer and the pod do not fit together (for example a port name
+// that no container declares); it names what to fix.
+func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, error) {
 	if cfg.Syncer == nil {
 		return nil, nil, fmt.Errorf("no syncer to inject")
 	}
 	out := pod.DeepCopy()
-	var warnings []string
+	var adaptations []v1alpha1.Adaptation
 	spec := &cfg.Syncer.Spec
 
 	port, portSource, err := resolveRegisteredPort(out, cfg)
@@ -60,8 +61,9 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []string, error) {
 	}
 	app, found := containerServing(out, port)
 	if !found && len(out.Spec.Containers) > 1 {
-		warnings = append(warnings, fmt.Sprintf("no container declares port %d (%s); the preStop drain goes to the first container, %s",
-			port, portSource, out.Spec.Containers[app].Name))
+		adaptations = append(adaptations, v1alpha1.Adaptation{Reason: v1alpha1.AdaptationPortNotDeclared,
+			Message: fmt.Sprintf("no container declares port %d (%s); the health check follows the first container, %s",
+				port, portSource, out.Spec.Containers[app].Name)})
 	}
 
 	env, err := registrarEnv(out, app, port, cfg)
@@ -83,24 +85,45 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []string, error) {
 		for taken[free] && free < 65535 {
 			free++
 		}
-		warnings = append(warnings, fmt.Sprintf("port %d is declared by a container of the pod; the registrar listens on %d instead", listenPort, free))
+		adaptations = append(adaptations, v1alpha1.Adaptation{Reason: v1alpha1.AdaptationRegistrarPortMoved,
+			Message: fmt.Sprintf("port %d is declared by a container of the pod; the registrar listens on %d instead", listenPort, free)})
 		listenPort = free
 	}
 	if out.Spec.HostNetwork {
-		warnings = append(warnings, fmt.Sprintf("hostNetwork pod: the registrar listens on port %d of the node; another hostNetwork pod using that port on the same node makes it fail its liveness probe", listenPort))
+		adaptations = append(adaptations, v1alpha1.Adaptation{Reason: v1alpha1.AdaptationHostNetwork,
+			Message: fmt.Sprintf("hostNetwork pod: the registrar listens on port %d of the node; another hostNetwork pod using that port on the same node makes it fail its liveness probe", listenPort)})
 	}
 	env = append(env, corev1.EnvVar{Name: sidecar.EnvListenAddr, Value: ":" + strconv.Itoa(int(listenPort))})
 
-	out.Spec.Containers = append(out.Spec.Containers, registrarContainer(image, listenPort, env, resources(cfg)))
+	res := resources(cfg)
+	out.Spec.Containers = append(out.Spec.Containers, registrarContainer(image, listenPort, env, res))
+	adaptations = append(adaptations, addDrain(out, drainPlan{
+		seconds: preStopSleep(cfg), execOnly: cfg.Defaults.ExecSleepFallback, image: image, resources: res,
+	})...)
 
-	warnings = append(warnings, addPreStopDrain(out, app, preStopSleep(cfg), cfg.Defaults.ExecSleepFallback)...)
+	annotate(out, v1alpha1.StatusInjected, cfg.Syncer.Name, adaptations)
+	return out, adaptations, nil
+}
 
-	if out.Annotations == nil {
-		out.Annotations = map[string]string{}
+// Skip returns a copy of pod that syncer selects but that stays without the
+// registrar on purpose, annotated with why, so that the reconciler reports
+// it like any other adaptation.
+func Skip(pod *corev1.Pod, syncer string, why v1alpha1.Adaptation) *corev1.Pod {
+	out := pod.DeepCopy()
+	annotate(out, v1alpha1.StatusSkipped, syncer, []v1alpha1.Adaptation{why})
+	return out
+}
+
+// annotate records the outcome on the pod, where the reconciler reads it.
+func annotate(pod *corev1.Pod, status, syncer string, adaptations []v1alpha1.Adaptation) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
 	}
-	out.Annotations[v1alpha1.StatusAnnotation] = v1alpha1.StatusInjected
-	out.Annotations[v1alpha1.SyncerAnnotation] = cfg.Syncer.Name
-	return out, warnings, nil
+	pod.Annotations[v1alpha1.StatusAnnotation] = status
+	pod.Annotations[v1alpha1.SyncerAnnotation] = syncer
+	if len(adaptations) > 0 {
+		pod.Annotations[v1alpha1.AdaptationsAnnotation] = v1alpha1.EncodeAdaptations(adaptations)
+	}
 }
 
 // resolveRegisteredPort returns the registered port number and where it
@@ -363,16 +386,21 @@ func registrarContainer(image string, listenPort int32, env []corev1.EnvVar, res
 		},
 		Resources:                res,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		// Pod Security "restricted".
-		SecurityContext: &corev1.SecurityContext{
-			RunAsNonRoot:             ptr.To(true),
-			RunAsUser:                ptr.To[int64](registrarUID),
-			RunAsGroup:               ptr.To[int64](registrarUID),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			AllowPrivilegeEscalation: ptr.To(false),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		},
+		SecurityContext:          restrictedSecurityContext(),
+	}
+}
+
+// restrictedSecurityContext passes Pod Security "restricted": the registrar
+// and the drain helper's installer run with it.
+func restrictedSecurityContext() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		RunAsUser:                ptr.To[int64](registrarUID),
+		RunAsGroup:               ptr.To[int64](registrarUID),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }
 
@@ -415,33 +443,6 @@ func preStopSleep(cfg Config) int32 {
 		return *s
 	}
 	return cfg.Defaults.PreStopSleepSeconds
-}
-
-// addPreStopDrain makes container app keep serving for sleep seconds after
-// the registrar cancels, and grows the grace period by the same amount so
-// the app keeps its original shutdown window. An existing preStop is kept.
-func addPreStopDrain(pod *corev1.Pod, app int, sleep int32, execFallback bool) []string {
-	if sleep <= 0 {
-		return nil
-	}
-	c := &pod.Spec.Containers[app]
-	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
-		return []string{fmt.Sprintf("container %s already has a preStop hook; it is kept and no %ds drain is added, so clients may call the pod after it stops serving", c.Name, sleep)}
-	}
-	handler := &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: int64(sleep)}}
-	if execFallback {
-		handler = &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"sleep", strconv.Itoa(int(sleep))}}}
-	}
-	if c.Lifecycle == nil {
-		c.Lifecycle = &corev1.Lifecycle{}
-	}
-	c.Lifecycle.PreStop = handler
-	grace := int64(defaultGracePeriodSeconds)
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		grace = *pod.Spec.TerminationGracePeriodSeconds
-	}
-	pod.Spec.TerminationGracePeriodSeconds = ptr.To(grace + int64(sleep))
-	return nil
 }
 
 func fieldEnv(name, path string) corev1.EnvVar {

@@ -4,6 +4,11 @@
 // environment the webhook injects (see sidecar/env.go); each variable also
 // has a flag (EUREKUBE_HEALTH_PATH → -health-path) that overrides it.
 //
+// The same binary is the drain helper of app containers (see
+// sidecar/drain.go): `registrar install-drain DIR` copies it into a volume,
+// and `DIR/eurekube-drain drain -wait=100s [hook]` waits, then runs the
+// container's own preStop hook.
+//
 // Unless GOGC is set, the garbage collector runs at GOGC=25 (see
 // defaultGCPercent).
 package main
@@ -56,6 +61,22 @@ func main() {
 // run returns the process exit code: 0 after a clean shutdown, 2 for bad
 // configuration.
 func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case sidecar.DrainCommand:
+			return drain(ctx, args[1:], stderr)
+		case sidecar.InstallDrainCommand:
+			if len(args) != 2 {
+				fmt.Fprintf(stderr, "registrar: usage: %s DIR\n", sidecar.InstallDrainCommand)
+				return 2
+			}
+			if err := sidecar.InstallDrain(args[1]); err != nil {
+				fmt.Fprintf(stderr, "registrar: %v\n", err)
+				return 1
+			}
+			return 0
+		}
+	}
 	lookup, err := parseFlags(args, lookupEnv, stderr)
 	if err != nil {
 		return 2
@@ -103,6 +124,22 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	defer cancel()
 	_ = srv.Shutdown(shutdownCtx)
 	log.Info("registrar stopped")
+	return 0
+}
+
+// drain runs the drain helper in an app container's preStop: 2 for bad
+// arguments, 1 when the container's own hook fails (the kubelet reports
+// FailedPreStopHook with the output), 0 otherwise.
+func drain(ctx context.Context, args []string, stderr io.Writer) int {
+	d, err := sidecar.ParseDrain(args, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "eurekube-drain: %v\n", err)
+		return 2
+	}
+	if err := d.Run(ctx, os.Stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "eurekube-drain: %v\n", err)
+		return 1
+	}
 	return 0
 }
 

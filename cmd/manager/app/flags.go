@@ -27,8 +27,8 @@ type Config struct {
 	// ClusterID marks this cluster's instances in Eureka; empty means the
 	// UID of the kube-system namespace.
 	ClusterID string
-	// ExecSleepFallback injects `exec sleep` instead of the sleep lifecycle
-	// action.
+	// ExecSleepFallback drains through the drain helper instead of the
+	// kubelet's sleep action.
 	ExecSleepFallback bool
 	// ExcludedNamespaces are never mutated, whatever their labels; the
 	// manager's own namespace is always added.
@@ -95,7 +95,7 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.StringSliceVar(&cfg.EurekaURLs, "eureka-url", nil, "Eureka server URL for syncers that name none, such as http://eureka:8761/eureka (repeatable or comma-separated)")
 	fs.Int32Var(&cfg.DefaultDrainSeconds, "default-drain", DefaultDrainSeconds, "preStop sleep in seconds for syncers that set none: how long an app keeps serving after leaving Eureka (0-3600)")
 	fs.StringVar(&cfg.ClusterID, "cluster-id", "", "id marking this cluster's instances in Eureka (default: the UID of the kube-system namespace)")
-	fs.BoolVar(&cfg.ExecSleepFallback, "exec-sleep-fallback", false, "inject `exec sleep N` as preStop instead of the sleep lifecycle action (for kubelets without it)")
+	fs.BoolVar(&cfg.ExecSleepFallback, "exec-sleep-fallback", false, "drain through Eurekube's drain helper (an exec preStop, no shell or sleep binary needed) instead of the kubelet's sleep action, for kubelets before 1.30 without it")
 	fs.StringSliceVar(&cfg.ExcludedNamespaces, "excluded-namespace", []string{"kube-system"}, "namespace never mutated, whatever its labels (repeatable; the manager's own namespace is always excluded)")
 
 	fs.StringVar(&cfg.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with the webhook server's tls.crt and tls.key, reloaded when they change")
