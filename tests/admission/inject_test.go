@@ -74,6 +74,33 @@ func TestInject_OptedInPodMatchingASyncerComesBackInjected(t *testing.T) {
 	}
 }
 
+// A Job's pod selected by a syncer is not injected (the registrar would keep
+// it running forever) and says so on itself, where the reconciler reads it.
+func TestInject_PodsMeantToFinishAreSkippedAndSaySo(t *testing.T) {
+	requireInjection(t)
+	ctx := testContext(t)
+	ns := optedInNamespace(ctx, t, "job")
+	createSyncer(t, syncer(ns, "orders", nil))
+	pod := appPod(ns, "orders")
+	pod.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	if err := suite.c.Create(ctx, pod); err != nil {
+		t.Fatalf("create pod: %v", err)
+	}
+	var got corev1.Pod
+	if err := suite.c.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+		t.Fatal(err)
+	}
+	if registrar(&got) != nil {
+		t.Fatal("a pod with restartPolicy OnFailure got the registrar: it would never complete")
+	}
+	a := got.Annotations
+	adaptations, err := eurekubev1alpha1.DecodeAdaptations(a[eurekubev1alpha1.AdaptationsAnnotation])
+	if a[eurekubev1alpha1.StatusAnnotation] != eurekubev1alpha1.StatusSkipped || a[eurekubev1alpha1.SyncerAnnotation] != "orders" ||
+		err != nil || len(adaptations) != 1 || adaptations[0].Reason != eurekubev1alpha1.AdaptationMeantToFinish {
+		t.Fatalf("annotations = %v (%v), want status skipped, syncer orders and the PodMeantToFinish adaptation", a, err)
+	}
+}
+
 func TestInject_LeavesPodsAloneThatAreNotOptedIn(t *testing.T) {
 	requireInjection(t)
 	ctx := testContext(t)

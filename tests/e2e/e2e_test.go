@@ -108,6 +108,55 @@ func TestRollingUpdate_NoCallFails(t *testing.T) {
 	})
 }
 
+// Spring teams often give the app a preStop of their own (a few seconds of
+// sleep for kube-proxy). The webhook composes it with the drain: the pod
+// keeps serving for the drain, then for its own hook, and no call fails.
+// The pod records the composition and the syncer reports it as one Event.
+// (exec and httpGet hooks run through the drain helper, an init container
+// and an exec, which only a real kubelet runs: they are proven on the real
+// node.)
+func TestRollingUpdate_OwnSleepHookComposedNoCallFails(t *testing.T) {
+	app := sandbox.App{Namespace: "hooks", Name: "billing", Replicas: 2, DrainSeconds: ptr.To[int32](drainSeconds),
+		PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 2}}}
+	deploy(t, app)
+	settle(t, app, 2, 90*time.Second)
+	v, err := sb.Look(context.Background(), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range v.Pods {
+		if ps := p.Spec.Containers[0].Lifecycle.PreStop; ps.Sleep == nil || ps.Sleep.Seconds != drainSeconds+2 {
+			t.Fatalf("pod %s preStop = %+v, want a sleep of the %d s drain + the app's own 2 s", p.Name, ps, drainSeconds)
+		}
+		t.Logf("pod %s %s: %s", p.Name, v1alpha1.AdaptationsAnnotation, p.Annotations[v1alpha1.AdaptationsAnnotation])
+	}
+	c := startClient(t, app.Name)
+	waitAnswered(t, c, harness.SpringStats{}, v.ReadyPods)
+
+	before := stats(t, c)
+	rollout(t, app, "2")
+	pods := waitRolledOut(t, app, "2", 90*time.Second)
+	waitAnswered(t, c, before, pods)
+	d := stats(t, c).Since(before)
+	t.Logf("rollout with the app's own 2 s sleep hook: %d calls by name, %d failed", d.OK+d.Failed, d.Failed)
+	if d.Failed != 0 {
+		t.Errorf("%d of %d calls failed during the rollout; last error: %s", d.Failed, d.OK+d.Failed, d.LastError)
+	}
+	harness.Eventually(t, 60*time.Second, "one PreStopComposed event on the syncer", func() error {
+		var events eventsv1.EventList
+		if err := sb.ControlPlane.Client.List(context.Background(), &events, client.InNamespace(app.Namespace)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == string(v1alpha1.AdaptationPreStopComposed) && e.Regarding.Name == app.Name {
+				t.Logf("event %s %s: %s", e.Type, e.Reason, e.Note)
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d events", len(events.Items))
+	})
+}
+
 // The control: the same rollout and the same client with no drain. The
 // registrar still leaves Eureka at once, but the app stops while callers'
 // caches still hold it, so calls fail — it is the drain that protects them.

@@ -31,6 +31,9 @@ type App struct {
 	DrainSeconds *int32
 	// Metadata goes into every instance's Eureka metadata.
 	Metadata map[string]string
+	// PreStop is the app container's own preStop hook (nil: none), which the
+	// webhook composes with the drain.
+	PreStop *corev1.LifecycleHandler
 }
 
 // Objects are the namespace, the syncer and the Deployment.
@@ -67,9 +70,10 @@ func (a App) Objects() (*corev1.Namespace, *v1alpha1.EurekaSyncer, *appsv1.Deplo
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](10),
 					Containers: []corev1.Container{{
-						Name:  "app",
-						Image: "eurekube/testapp:1",
-						Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+						Name:      "app",
+						Image:     "eurekube/testapp:1",
+						Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+						Lifecycle: lifecycle(a.PreStop),
 						ReadinessProbe: &corev1.Probe{
 							ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}},
 							PeriodSeconds: 1,
@@ -80,6 +84,13 @@ func (a App) Objects() (*corev1.Namespace, *v1alpha1.EurekaSyncer, *appsv1.Deplo
 		},
 	}
 	return ns, syncer, dep
+}
+
+func lifecycle(preStop *corev1.LifecycleHandler) *corev1.Lifecycle {
+	if preStop == nil {
+		return nil
+	}
+	return &corev1.Lifecycle{PreStop: preStop}
 }
 
 // Deploy creates the app's objects; those that exist already are kept.
