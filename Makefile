@@ -113,6 +113,11 @@ run: deps ## The local sandbox: a cluster on this machine with Eurekube, Eureka 
 	go build -o bin/eurekube-sandbox ./tests/sandbox/cmd/eurekube-sandbox; \
 	exec bin/eurekube-sandbox $(RUN_ARGS)
 
+.PHONY: images
+images: build ## Write image archives (bin/images/<name>.tar, eurekube/<name>:$(IMAGE_TAG)) without a daemon, from the static binaries of make build.
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o bin/ ./tests/podrunner/testapp ./tests/images/pause
+	go run ./tests/images/cmd/imagebuild -bin bin -out bin/images -tag $(IMAGE_TAG) -revision "$$(git rev-parse HEAD 2>/dev/null || echo unknown)"
+
 .PHONY: docker-build
 docker-build: ## Build the manager and registrar images where a Docker engine runs.
 	docker build --target manager -t eurekube/manager:$(IMAGE_TAG) .

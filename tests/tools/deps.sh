@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # Installs, idempotently, what the build and tests need that a machine may
-# lack: a JDK 17+ and Maven for the Eureka server. Go is assumed present (it
-# builds this script's callers). Does nothing when everything is there.
+# lack: a JDK 17+ and Maven for the Eureka server; as root, also what the
+# test node runs (tests/node): containerd, runc, the CNI plugins and
+# iptables. Go is assumed present (it builds this script's callers). Does
+# nothing when everything is there.
 set -euo pipefail
 
 need=()
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v git >/dev/null 2>&1 || need+=(git)
+# The node needs root to run at all; without root its tests skip, so its
+# packages are not asked for.
+if [ "$(id -u)" -eq 0 ]; then
+  command -v containerd >/dev/null 2>&1 || need+=(containerd)
+  command -v runc >/dev/null 2>&1 || need+=(runc)
+  [ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+  command -v iptables >/dev/null 2>&1 || need+=(iptables)
+fi
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
 fi
