@@ -119,3 +119,21 @@ func (p *Process) waitHTTP200(ctx context.Context, c *http.Client, url string, t
 		}
 	}
 }
+
+// StartProcess starts bin with args and env (added to this process's
+// environment), appending its output to logPath, in its own process group
+// and killed with the test binary: for harness parts in other packages
+// (tests/node).
+func StartProcess(name, bin string, args, env []string, logPath string) (*Process, error) {
+	return startProcess(name, bin, args, env, logPath)
+}
+
+// WaitHTTP200 waits until url answers 200 through c (nil: a plain client),
+// the process exits (an error with its log), or timeout (the process is
+// killed).
+func (p *Process) WaitHTTP200(ctx context.Context, c *http.Client, url string, timeout time.Duration) error {
+	return p.waitHTTP200(ctx, c, url, timeout)
+}
+
+// LogTail is the end of the process's output, for error messages.
+func (p *Process) LogTail() string { return p.logTail() }

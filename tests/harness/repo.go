@@ -91,3 +91,8 @@ func BuildBinary(pkg, dir string) (string, error) {
 	}
 	return out, nil
 }
+
+// BuildArtifact returns env's value when set, else runs the repository
+// script that builds (or finds cached) the artifact and prints its path,
+// such as tests/tools/envtest/build.sh for KUBEBUILDER_ASSETS.
+func BuildArtifact(env, script string) (string, error) { return buildArtifact(env, script) }

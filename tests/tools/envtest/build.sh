@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the envtest control plane (kube-apiserver, kube-controller-manager,
-# etcd) and the kubectl of the same release from their Go modules, with no
+# etcd), the node's kubelet, kube-proxy and kube-scheduler (tests/node), and
+# the kubectl of the same release from their Go modules, with no
 # download other than the Go module proxy. Binaries land in a versioned cache
 # directory outside the work tree, so a fresh clone on the same machine reuses
 # them; bin/k8s links to it.
@@ -46,6 +47,9 @@ build etcd go.etcd.io/etcd/server/v3
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
 build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
 build kubectl k8s.io/kubernetes/cmd/kubectl
+build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
+build kube-proxy k8s.io/kubernetes/cmd/kube-proxy
+build kubelet k8s.io/kubernetes/cmd/kubelet
 
 mkdir -p "$root/bin"
 ln -sfn "$dir" "$root/bin/k8s"
