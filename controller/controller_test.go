@@ -150,9 +150,7 @@ func TestOverlap_TheNewerSyncerNamesTheOlderThatOwnsThePods(t *testing.T) {
 func TestAdaptations_OneEventPerReasonStatusEntriesAndAGauge(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
-	s := newSyncer(t, ns, "quotes")
 	c := directClient(t, server.URL())
-	foreign(t, c, s)
 	composed := v1alpha1.Adaptation{Reason: v1alpha1.AdaptationPreStopComposed, Message: "container app: its own preStop (exec) runs, then the 100 s drain"}
 	disabled := v1alpha1.Adaptation{Reason: v1alpha1.AdaptationDrainDisabled, Message: "the drain is 0: the pod stops serving while callers may still hold its instance"}
 	finish := v1alpha1.Adaptation{Reason: v1alpha1.AdaptationMeantToFinish, Message: "restartPolicy Never: not injected, a registrar would keep the pod running"}
@@ -173,13 +171,33 @@ func TestAdaptations_OneEventPerReasonStatusEntriesAndAGauge(t *testing.T) {
 		{name: "quotes-garbled", annotations: map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusInjected, v1alpha1.SyncerAnnotation: "quotes",
 			v1alpha1.DrainAnnotation: "100", v1alpha1.AdaptationsAnnotation: "[{oops"}},
 	}
+	// The pods exist (in the manager's cache too) before the syncer, as
+	// when a Deployment's pods come at once: each reason is reported once.
+	var pods []*corev1.Pod
 	for i, p := range shapes {
 		p.ns, p.app, p.ip, p.registrar, p.ready = ns, "quotes", fmt.Sprintf("10.0.8.%d", i+1), true, true
-		register(t, c, s, p.create(t))
+		pods = append(pods, p.create(t))
 	}
 	podShape{ns: ns, app: "quotes", name: "quotes-migrate", ready: false, // a Job's pod, skipped on purpose
 		annotations: map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusSkipped, v1alpha1.SyncerAnnotation: "quotes",
 			v1alpha1.AdaptationsAnnotation: v1alpha1.EncodeAdaptations([]v1alpha1.Adaptation{finish})}}.create(t)
+	harness.Eventually(t, 3*resync, "the manager's cache holds the pods", func() error {
+		var list corev1.PodList
+		if err := mgr.GetClient().List(ctx, &list, &clientInNamespace{ns}); err != nil || len(list.Items) != len(shapes)+1 {
+			return fmt.Errorf("%d pods cached, %v", len(list.Items), err)
+		}
+		for _, p := range list.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("pod %s %s in the cache", p.Name, p.Status.Phase)
+			}
+		}
+		return nil
+	})
+	s := newSyncer(t, ns, "quotes")
+	foreign(t, c, s)
+	for _, pod := range pods {
+		register(t, c, s, pod)
+	}
 
 	harness.Eventually(t, 3*resync, "adaptations, skipped pods and pods without drain in status", func() error {
 		got, err := getSyncer(s)

@@ -233,14 +233,17 @@ type EurekaSyncerStatus struct {
 	// another syncer injected (podsOwnedByOtherSyncers) and pods left
 	// without the registrar on purpose (skippedPods) are not counted.
 	// +optional
+	// +kubebuilder:default=0
 	SelectedPods int32 `json:"selectedPods"`
 
 	// InjectedPods is how many selected pods run the registrar.
 	// +optional
+	// +kubebuilder:default=0
 	InjectedPods int32 `json:"injectedPods"`
 
 	// ReadyPods is how many selected pods are ready.
 	// +optional
+	// +kubebuilder:default=0
 	ReadyPods int32 `json:"readyPods"`
 
 	// SkippedPods is how many running pods the selector matches that the
@@ -248,12 +251,14 @@ type EurekaSyncerStatus struct {
 	// eurekube.io/status: skipped), for example a Job's pods, which a
 	// registrar would keep running forever. status.adaptations says why.
 	// +optional
+	// +kubebuilder:default=0
 	SkippedPods int32 `json:"skippedPods"`
 
 	// PodsOwnedByOtherSyncers is how many running pods the selector matches
 	// that another syncer injected: they are registered under that syncer's
 	// app, not this one's. The Exclusive condition names the owners.
 	// +optional
+	// +kubebuilder:default=0
 	PodsOwnedByOtherSyncers int32 `json:"podsOwnedByOtherSyncers"`
 
 	// PodsWithoutDrain is how many pods this syncer injected that keep no
@@ -261,15 +266,18 @@ type EurekaSyncerStatus struct {
 	// while callers may still hold their instance. The Drained condition
 	// names them.
 	// +optional
+	// +kubebuilder:default=0
 	PodsWithoutDrain int32 `json:"podsWithoutDrain"`
 
 	// RegisteredInstances is how many of this cluster's instances of this
 	// syncer Eureka lists, whatever their status.
 	// +optional
+	// +kubebuilder:default=0
 	RegisteredInstances int32 `json:"registeredInstances"`
 
 	// UpInstances is how many of those are UP.
 	// +optional
+	// +kubebuilder:default=0
 	UpInstances int32 `json:"upInstances"`
 
 	// OrphansRemoved counts the instances removed from Eureka because their
