@@ -118,6 +118,10 @@ images: build ## Write image archives (bin/images/<name>.tar, eurekube/<name>:$(
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o bin/ ./tests/podrunner/testapp ./tests/images/pause
 	go run ./tests/images/cmd/imagebuild -bin bin -out bin/images -tag $(IMAGE_TAG) -revision "$$(git rev-parse HEAD 2>/dev/null || echo unknown)"
 
+.PHONY: node-clean
+node-clean: ## Restore the host after a test node killed before its teardown (root): containers, mounts, cni0, rules, sysctls.
+	go run ./tests/node/cmd/nodeclean
+
 .PHONY: docker-build
 docker-build: ## Build the manager and registrar images where a Docker engine runs.
 	docker build --target manager -t eurekube/manager:$(IMAGE_TAG) .
