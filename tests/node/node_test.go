@@ -21,7 +21,7 @@ import (
 	"github.com/eurekube/eurekube/tests/node"
 )
 
-func TestNode_RunsARestrictedPodAndLeavesTheHostAsItFoundIt(t *testing.T) {
+func TestNode_RunsARestrictedPodBehindAServiceAndLeavesTheHostAsItFoundIt(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: a real node needs root (it mounts, creates interfaces and iptables rules, and runs containerd); run the test as root")
 	}
@@ -62,6 +62,26 @@ func TestNode_RunsARestrictedPodAndLeavesTheHostAsItFoundIt(t *testing.T) {
 	if body, err := get(url); err != nil || strings.TrimSpace(body) != pod.Name {
 		t.Fatalf("GET %s from the host: %q, %v; want the pod's name", url, body, err)
 	}
+
+	// kube-proxy routes a ClusterIP Service to it from the host.
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "testapp"},
+		Spec: corev1.ServiceSpec{
+			Selector: pod.Labels,
+			Ports:    []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromString("http")}},
+		},
+	}
+	if err := n.Client.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	svcURL := "http://" + svc.Spec.ClusterIP + "/"
+	harness.Eventually(t, time.Minute, "the Service answering from the host", func() error {
+		body, err := get(svcURL)
+		if err == nil && strings.TrimSpace(body) != pod.Name {
+			return fmt.Errorf("GET %s: %q, want the pod's name", svcURL, body)
+		}
+		return err
+	})
 
 	// The app serves through its preStop sleep and stops after it.
 	deleted := time.Now()
@@ -105,7 +125,7 @@ func TestNode_RunsARestrictedPodAndLeavesTheHostAsItFoundIt(t *testing.T) {
 // with a preStop sleep.
 func restrictedPod(image string, preStopSleep int64) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "testapp"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "testapp", Labels: map[string]string{"app": "testapp"}},
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: ptr.To[int64](10),
 			SecurityContext: &corev1.PodSecurityContext{
