@@ -29,7 +29,10 @@ const (
 type EurekaOptions struct {
 	// Profile is ProfileFast (default) or ProfileReal.
 	Profile string
-	// Port on 127.0.0.1; 0 picks a free one.
+	// Host is the address the server listens on (default 127.0.0.1); a
+	// real node's pods reach it on the node's address.
+	Host string
+	// Port on Host; 0 picks a free one.
 	Port int
 	// Args are extra Spring Boot arguments, such as
 	// "--eureka.server.eviction-interval-timer-in-ms=500".
@@ -52,7 +55,7 @@ type Eureka struct {
 }
 
 // StartEureka builds (or finds cached) the server jar, starts it on
-// 127.0.0.1 and waits until it answers GET /eureka/apps.
+// opts.Host and waits until it answers GET /eureka/apps.
 func StartEureka(ctx context.Context, opts EurekaOptions) (*Eureka, error) {
 	if opts.Profile == "" {
 		opts.Profile = ProfileFast
@@ -62,6 +65,9 @@ func StartEureka(ctx context.Context, opts EurekaOptions) (*Eureka, error) {
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 90 * time.Second
+	}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
 	}
 	if _, err := exec.LookPath("java"); err != nil {
 		return nil, errors.New("eureka server: java not found on PATH: install a JDK 17+ (make deps does it)")
@@ -108,7 +114,7 @@ func EurekaT(t testing.TB, opts EurekaOptions) *Eureka {
 func (e *Eureka) URL() string { return "http://" + e.Addr() + "/eureka" }
 
 // Addr is the server's host:port.
-func (e *Eureka) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(e.opts.Port)) }
+func (e *Eureka) Addr() string { return net.JoinHostPort(e.opts.Host, strconv.Itoa(e.opts.Port)) }
 
 // LogPath is the file the server writes its output to.
 func (e *Eureka) LogPath() string { return e.logPath }
@@ -127,7 +133,7 @@ func (e *Eureka) start(ctx context.Context) error {
 		// Tests start the server often: trade peak speed for start-up time.
 		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xmx256m",
 		"-jar", e.jar,
-		"--server.address=127.0.0.1",
+		"--server.address=" + e.opts.Host,
 		"--server.port=" + strconv.Itoa(e.opts.Port),
 		"--spring.profiles.active=" + e.opts.Profile,
 	}

@@ -34,6 +34,9 @@ type App struct {
 	// PreStop is the app container's own preStop hook (nil: none), which the
 	// webhook composes with the drain.
 	PreStop *corev1.LifecycleHandler
+	// EurekaURLs are the syncer's Eureka servers (nil: the manager's
+	// --eureka-url).
+	EurekaURLs []string
 }
 
 // Objects are the namespace, the syncer and the Deployment.
@@ -50,6 +53,7 @@ func (a App) Objects() (*corev1.Namespace, *v1alpha1.EurekaSyncer, *appsv1.Deplo
 			Port:     intstr.FromString("http"),
 			Metadata: a.Metadata,
 			Drain:    v1alpha1.Drain{PreStopSleepSeconds: a.DrainSeconds},
+			Eureka:   v1alpha1.EurekaServers{ServiceURLs: a.EurekaURLs},
 		},
 	}
 	dep := &appsv1.Deployment{

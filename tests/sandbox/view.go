@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/tests/harness"
 )
 
 // View is an app as Kubernetes and Eureka see it at one moment.
@@ -28,9 +29,15 @@ type View struct {
 
 // Look reads the app's pods and what Eureka lists for it.
 func (s *Sandbox) Look(ctx context.Context, a App) (View, error) {
+	return Look(ctx, s.ControlPlane.Client, s.Eureka, a)
+}
+
+// Look reads the app's pods through c and what e lists for it, wherever
+// the app runs.
+func Look(ctx context.Context, c client.Client, e *harness.Eureka, a App) (View, error) {
 	var v View
 	var pods corev1.PodList
-	if err := s.ControlPlane.Client.List(ctx, &pods, client.InNamespace(a.Namespace), client.MatchingLabels{"app": a.Name}); err != nil {
+	if err := c.List(ctx, &pods, client.InNamespace(a.Namespace), client.MatchingLabels{"app": a.Name}); err != nil {
 		return v, fmt.Errorf("list pods of %s/%s: %w", a.Namespace, a.Name, err)
 	}
 	v.Pods = pods.Items
@@ -39,7 +46,7 @@ func (s *Sandbox) Look(ctx context.Context, a App) (View, error) {
 			v.ReadyPods = append(v.ReadyPods, p.Name)
 		}
 	}
-	instances, err := s.Eureka.SpringRead(strings.ToUpper(a.Name))
+	instances, err := e.SpringRead(strings.ToUpper(a.Name))
 	if err != nil {
 		return v, err
 	}

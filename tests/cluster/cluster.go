@@ -1,0 +1,236 @@
+// Package cluster is Eurekube installed on a real node the way users
+// install it: the node (package node), cert-manager's controller and
+// cainjector (issuing the webhook's serving certificate and injecting its
+// CA), and manifests/default applied with kubectl as it is in the
+// repository, so the manager runs as its Deployment's pods from its image
+// with the mounted Secret, and the API server reaches the webhook through
+// its Service. A Eureka server runs on the host on the node's address,
+// where pods reach it; callers on the host play VMs that reach pod IPs.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/tests/harness"
+	"github.com/eurekube/eurekube/tests/node"
+	"github.com/eurekube/eurekube/tests/sandbox"
+)
+
+// Names of the installed objects, from manifests/.
+const (
+	ManagerNamespace  = "eurekube-system"
+	ManagerDeployment = "eurekube-manager"
+	WebhookConfig     = "eurekube"
+)
+
+// Options configure Start.
+type Options struct {
+	// Node configures the node.
+	Node node.Options
+	// EurekaProfile is harness.ProfileFast (default) or harness.ProfileReal.
+	EurekaProfile string
+	// LogDir receives cert-manager's and Eureka's logs (the node's go to
+	// Node.LogDir). Default: a new temporary directory.
+	LogDir string
+}
+
+// Cluster is a node with cert-manager, Eureka and Eurekube installed.
+type Cluster struct {
+	Node *node.Node
+	// ControlPlane is the node's API server as the harness parts see it.
+	ControlPlane *harness.ControlPlane
+	CertManager  *harness.CertManager
+	// Eureka listens on the node's address.
+	Eureka *harness.Eureka
+	LogDir string
+}
+
+// StartT starts a cluster for a test (skipping it where no node can run)
+// and stops it when the test ends.
+func StartT(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	if o.LogDir == "" {
+		o.LogDir = t.TempDir()
+	}
+	n := node.StartT(t, o.Node)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := install(ctx, n, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.stopServices)
+	return c
+}
+
+// Start starts a node and installs everything on it; Stop undoes it.
+func Start(ctx context.Context, o Options) (*Cluster, error) {
+	if o.LogDir == "" {
+		dir, err := os.MkdirTemp("", "eurekube-cluster-")
+		if err != nil {
+			return nil, err
+		}
+		o.LogDir = dir
+	}
+	n, err := node.Start(ctx, o.Node)
+	if err != nil {
+		return nil, err
+	}
+	c, err := install(ctx, n, o)
+	if err != nil {
+		if terr := n.Teardown(); terr != nil {
+			err = errors.Join(err, terr)
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+// Stop ends cert-manager and Eureka and tears the node down.
+func (c *Cluster) Stop() error {
+	c.stopServices()
+	return c.Node.Teardown()
+}
+
+func (c *Cluster) stopServices() {
+	if c.CertManager != nil {
+		_ = c.CertManager.Stop()
+	}
+	if c.Eureka != nil {
+		_ = c.Eureka.Stop()
+	}
+}
+
+func install(ctx context.Context, n *node.Node, o Options) (*Cluster, error) {
+	c := &Cluster{Node: n, LogDir: o.LogDir,
+		ControlPlane: &harness.ControlPlane{Config: n.Config, Client: n.Client, Scheme: harness.Scheme(), Kubeconfig: n.Kubeconfig}}
+	var err error
+	if c.CertManager, err = harness.StartCertManager(ctx, c.ControlPlane, harness.CertManagerOptions{LogPath: filepath.Join(o.LogDir, "cert-manager.log")}); err != nil {
+		return nil, err
+	}
+	if c.Eureka, err = harness.StartEureka(ctx, harness.EurekaOptions{Host: node.NodeIP, Profile: o.EurekaProfile, LogDir: o.LogDir}); err != nil {
+		c.stopServices()
+		return nil, err
+	}
+	if err := c.applyDefault(ctx); err != nil {
+		c.stopServices()
+		return nil, err
+	}
+	if err := c.waitInstalled(ctx); err != nil {
+		c.stopServices()
+		return nil, err
+	}
+	return c, nil
+}
+
+// applyDefault applies manifests/default with the node's kubectl, as the
+// README tells users to.
+func (c *Cluster) applyDefault(ctx context.Context) error {
+	root, err := harness.RepoRoot()
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, c.Node.Kubectl(), "--kubeconfig", c.Node.Kubeconfig,
+		"apply", "--server-side", "-k", filepath.Join(root, "manifests", "default")).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kubectl apply -k manifests/default: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// waitInstalled waits until the manager's Deployment is available with
+// every replica ready and the webhook configuration carries the CA that
+// cainjector injected.
+func (c *Cluster) waitInstalled(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	var last error
+	for {
+		last = c.installed(ctx)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("eurekube installed from manifests/default (logs in %s): %w", c.Node.LogDir(), last)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (c *Cluster) installed(ctx context.Context) error {
+	var dep appsv1.Deployment
+	if err := c.Node.Client.Get(ctx, client.ObjectKey{Namespace: ManagerNamespace, Name: ManagerDeployment}, &dep); err != nil {
+		return err
+	}
+	want := int32(1)
+	if dep.Spec.Replicas != nil {
+		want = *dep.Spec.Replicas
+	}
+	if dep.Status.ReadyReplicas != want || dep.Status.UpdatedReplicas != want {
+		return fmt.Errorf("deployment %s: %d of %d replicas ready", ManagerDeployment, dep.Status.ReadyReplicas, want)
+	}
+	var wh admissionregistrationv1.MutatingWebhookConfiguration
+	if err := c.Node.Client.Get(ctx, client.ObjectKey{Name: WebhookConfig}, &wh); err != nil {
+		return err
+	}
+	for _, w := range wh.Webhooks {
+		if len(w.ClientConfig.CABundle) == 0 {
+			return fmt.Errorf("webhook %s has no caBundle yet", w.Name)
+		}
+	}
+	return nil
+}
+
+// Deploy creates the app's namespace, syncer (registering with the
+// cluster's Eureka) and Deployment, its pods running the test app's image
+// as Pod Security "restricted" requires. shape, when set, changes the
+// Deployment before it is created (hooks, more containers).
+func (c *Cluster) Deploy(ctx context.Context, app sandbox.App, shape func(*appsv1.Deployment)) error {
+	app.EurekaURLs = []string{c.Eureka.URL()}
+	ns, syncer, dep := app.Objects()
+	spec := &dep.Spec.Template.Spec
+	spec.SecurityContext = &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	for i := range spec.Containers {
+		ctr := &spec.Containers[i]
+		ctr.Image, ctr.ImagePullPolicy = c.Node.Image("testapp"), corev1.PullNever
+		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}})
+		ctr.SecurityContext = &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		}
+	}
+	if shape != nil {
+		shape(dep)
+	}
+	for _, obj := range []client.Object{ns, syncer, dep} {
+		if err := c.Node.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("deploy %s/%s: create %T %s: %w", app.Namespace, app.Name, obj, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// Look reads the app's pods and what Eureka lists for it.
+func (c *Cluster) Look(ctx context.Context, app sandbox.App) (sandbox.View, error) {
+	return sandbox.Look(ctx, c.Node.Client, c.Eureka, app)
+}

@@ -1,0 +1,258 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/tests/harness"
+	"github.com/eurekube/eurekube/tests/node"
+	"github.com/eurekube/eurekube/tests/sandbox"
+)
+
+// The Spring client's registry fetch and LoadBalancer cache (2 s each), the
+// fast server profile's response cache (≤ 1 s) and a request in flight
+// (≤ 2 s) make a caller forget a pod at most 7 s after it leaves Eureka:
+// a 10 s drain covers them (the tests/e2e package doc has the sum).
+const (
+	clientCacheSeconds = 2
+	drainSeconds       = 10
+)
+
+// Every pod shape keeps every call answered through a rolling update: the
+// app's own preStop of each kind runs after the drain (exec and httpGet
+// through the drain helper, which only a real kubelet runs), and a second
+// container of the pod's own, serving a management port with its own hook,
+// keeps serving for the drain too. Each case asserts 0 failed calls by the
+// real Spring client, that every replaced pod's own hook ran (reported to
+// a recorder on the host) no sooner than the drain after the rollout
+// began, and that the kubelet reported no failed hook.
+func TestRollingUpdate_EveryPreStopKindNoCallFails(t *testing.T) {
+	rec := startRecorder(t)
+	for _, tc := range []struct {
+		kind  string
+		hook  *corev1.LifecycleHandler
+		shape func(*appsv1.Deployment)
+		// byIP: the hook is an HTTP GET from the pod's IP, else an exec
+		// that names the pod.
+		reports, byIP bool
+	}{
+		{kind: "none"},
+		{kind: "sleep", hook: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 2}}},
+		{kind: "exec", hook: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/testapp", "hook", rec.url("exec")}}}, reports: true},
+		{kind: "httpget", hook: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
+			Host: node.NodeIP, Port: intstr.FromInt(rec.port), Path: "/hook/httpget"}}, reports: true, byIP: true},
+		{kind: "sidecar", shape: func(d *appsv1.Deployment) {
+			app := d.Spec.Template.Spec.Containers[0]
+			admin := *app.DeepCopy()
+			admin.Name, admin.ReadinessProbe = "admin", nil
+			admin.Ports = []corev1.ContainerPort{{Name: "management", ContainerPort: 9090}}
+			admin.Env = append(admin.Env, corev1.EnvVar{Name: "LISTEN_ADDR", Value: ":9090"})
+			admin.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/testapp", "hook", rec.url("sidecar")}}}}
+			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, admin)
+		}, reports: true},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			ctx := context.Background()
+			app := sandbox.App{Namespace: "hooks-" + tc.kind, Name: "hook" + tc.kind, Replicas: 2,
+				DrainSeconds: ptr.To[int32](drainSeconds), PreStop: tc.hook}
+			if err := c.Deploy(ctx, app, tc.shape); err != nil {
+				t.Fatal(err)
+			}
+			v := settle(t, app, 3*time.Minute)
+			old := map[string]string{} // name and IP of the pods the rollout replaces
+			for _, p := range v.Pods {
+				old[p.Name] = p.Status.PodIP
+			}
+			sc := startClient(t, app.Name)
+			waitAnswered(t, sc, harness.SpringStats{}, v.ReadyPods)
+
+			before := stats(t, sc)
+			began := time.Now()
+			rollout(t, app)
+			pods := waitRolledOut(t, app, 3*time.Minute)
+			waitAnswered(t, sc, before, pods)
+			d := stats(t, sc).Since(before)
+			t.Logf("%s: rollout in %s, %d calls by name, %d failed", tc.kind, time.Since(began).Round(time.Second), d.OK+d.Failed, d.Failed)
+			if d.Failed != 0 {
+				t.Errorf("%d of %d calls failed during the rollout; last error: %s", d.Failed, d.OK+d.Failed, d.LastError)
+			}
+			if tc.reports {
+				for name, ip := range old {
+					who := name
+					if tc.byIP {
+						who = ip
+					}
+					at, ok := rec.first(tc.kind, who)
+					if !ok {
+						t.Errorf("pod %s (%s): its own %s hook never ran", name, ip, tc.kind)
+						continue
+					}
+					t.Logf("pod %s: own hook ran %s after the rollout began", name, at.Sub(began).Round(time.Millisecond))
+					if at.Sub(began) < drainSeconds*time.Second {
+						t.Errorf("pod %s: its own hook ran %s after the rollout began, before the %d s drain could end", name, at.Sub(began), drainSeconds)
+					}
+				}
+			}
+			var events eventsv1.EventList
+			if err := c.Node.Client.List(ctx, &events, client.InNamespace(app.Namespace)); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range events.Items {
+				if e.Reason == "FailedPreStopHook" {
+					t.Errorf("the kubelet reported a failed preStop hook on %s: %s", e.Regarding.Name, e.Note)
+				}
+			}
+		})
+	}
+}
+
+// recorder is an HTTP server on the node's address that records when each
+// pod's own hook called it: /hook/<kind>, naming the pod in X-Pod (exec
+// hooks through the test app) or by its source IP (httpGet hooks).
+type recorder struct {
+	port int
+	mu   sync.Mutex
+	seen map[string]time.Time // kind/who → first call
+}
+
+func startRecorder(t *testing.T) *recorder {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(node.NodeIP, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{port: ln.Addr().(*net.TCPAddr).Port, seen: map[string]time.Time{}}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		kind := strings.TrimPrefix(req.URL.Path, "/hook/")
+		who := req.Header.Get("X-Pod")
+		if who == "" {
+			who, _, _ = net.SplitHostPort(req.RemoteAddr)
+		}
+		r.mu.Lock()
+		if _, ok := r.seen[kind+"/"+who]; !ok {
+			r.seen[kind+"/"+who] = time.Now()
+		}
+		r.mu.Unlock()
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return r
+}
+
+func (r *recorder) url(kind string) string {
+	return "http://" + net.JoinHostPort(node.NodeIP, strconv.Itoa(r.port)) + "/hook/" + kind
+}
+
+func (r *recorder) first(kind, who string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.seen[kind+"/"+who]
+	return at, ok
+}
+
+// settle waits until Eureka lists exactly the app's ready pods.
+func settle(t *testing.T, app sandbox.App, timeout time.Duration) sandbox.View {
+	t.Helper()
+	var v sandbox.View
+	harness.Eventually(t, timeout, fmt.Sprintf("Eureka lists exactly the %d ready pods of %s", app.Replicas, app.Name), func() error {
+		var err error
+		if v, err = c.Look(context.Background(), app); err != nil {
+			return err
+		}
+		return v.Settled(int(app.Replicas))
+	})
+	return v
+}
+
+// rolledKey is a pod template annotation; changing it rolls every pod,
+// as kubectl rollout restart does.
+const rolledKey = "eurekube.test/rolled"
+
+func rollout(t *testing.T, app sandbox.App) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, rolledKey, time.Now().Format(time.RFC3339Nano))
+	dep := &appsv1.Deployment{}
+	dep.Name, dep.Namespace = app.Name, app.Namespace
+	if err := c.Node.Client.Patch(context.Background(), dep, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitRolledOut waits until every pod of the app (terminating ones
+// included) is of the new template and Eureka lists exactly the ready ones.
+func waitRolledOut(t *testing.T, app sandbox.App, timeout time.Duration) []string {
+	t.Helper()
+	var ready []string
+	harness.Eventually(t, timeout, app.Name+" rolled out", func() error {
+		v, err := c.Look(context.Background(), app)
+		if err != nil {
+			return err
+		}
+		for _, p := range v.Pods {
+			if p.Annotations[rolledKey] == "" {
+				return fmt.Errorf("pod %s is of the old template", p.Name)
+			}
+		}
+		if err := v.Settled(int(app.Replicas)); err != nil {
+			return err
+		}
+		ready = v.ReadyPods
+		return nil
+	})
+	return ready
+}
+
+func startClient(t *testing.T, service string) *harness.SpringClient {
+	t.Helper()
+	sc, err := harness.StartSpringClient(context.Background(), harness.SpringClientOptions{
+		EurekaURL: c.Eureka.URL(), Service: service, CacheSeconds: clientCacheSeconds, LogDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sc.Stop() })
+	return sc
+}
+
+// waitAnswered waits until every one of pods has answered the client since
+// the reading since.
+func waitAnswered(t *testing.T, sc *harness.SpringClient, since harness.SpringStats, pods []string) {
+	t.Helper()
+	harness.Eventually(t, time.Minute, fmt.Sprintf("the Spring client called each of %v by name", pods), func() error {
+		s, err := sc.Stats(context.Background())
+		if err != nil {
+			return err
+		}
+		d := s.Since(since)
+		for _, p := range pods {
+			if d.ByInstance[p] == 0 {
+				return fmt.Errorf("no call reached %s yet (answered: %v, failed %d)", p, d.ByInstance, d.Failed)
+			}
+		}
+		return nil
+	})
+}
+
+func stats(t *testing.T, sc *harness.SpringClient) harness.SpringStats {
+	t.Helper()
+	s, err := sc.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
