@@ -32,4 +32,10 @@
 // file, and the next Start restores the host from it before anything else.
 // ListHost lists what a node could leave behind, to compare before and
 // after.
+//
+// A test starts a node with StartT (skipped without root or the Debian
+// packages; torn down when the test ends); a suite that shares one node
+// between its tests calls Start in TestMain and Teardown after m.Run. Pods
+// use the project's images by Node.Image (imagePullPolicy Never); Client,
+// Config and Kubeconfig reach the API server as an administrator.
 package node

@@ -47,12 +47,12 @@ var touchedSysctls = []string{
 // the CNI plugins, iptables or the kubelet create when they are missing.
 // Those the node created are removed at teardown.
 var foreignPaths = []string{
-	"/var/lib/cni",  // libcni's result cache
-	"/run/netns",    // network namespaces of pod sandboxes
-	"/var/log/pods", // only if podLogsDir were ignored
-	"/var/lib/kubelet",
+	"/var/lib/cni",     // libcni's result cache
+	"/run/netns",       // network namespaces of pod sandboxes
+	"/var/log/pods",    // only if podLogsDir were ignored
+	"/var/lib/kubelet", // the device-plugin socket's directory, fixed in the kubelet
 	"/var/lib/containerd",
-	"/run/containerd",
+	"/run/containerd", // containerd 1.6 puts its shims' sockets in /run/containerd/s
 	"/opt/containerd",
 	"/etc/cni",
 	"/usr/libexec/kubernetes",

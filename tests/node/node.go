@@ -136,15 +136,10 @@ type ports struct {
 // tears it down when the test ends.
 func StartT(t testing.TB, opts Options) *Node {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: a real node needs root (it mounts, creates interfaces and iptables rules, and runs containerd); run the test as root")
+	if reason := Unavailable(opts); reason != "" {
+		t.Skip("skipped: " + reason)
 	}
 	opts.defaults()
-	for _, bin := range []string{opts.Containerd, opts.Runc, opts.Ctr, filepath.Join(opts.CNIBinDir, "bridge"), "iptables"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("skipped: %s is missing: install the node's Debian packages with tests/tools/deps.sh (as root)", bin)
-		}
-	}
 	if opts.LogDir == "" {
 		dir, err := os.MkdirTemp("", "eurekube-node-logs-")
 		if err != nil {
@@ -172,6 +167,22 @@ func StartT(t testing.TB, opts Options) *Node {
 		}
 	})
 	return n
+}
+
+// Unavailable says why this machine cannot run a node ("" when it can):
+// not root, or the Debian packages missing. Suites that start a node in
+// TestMain skip with it.
+func Unavailable(opts Options) string {
+	if os.Geteuid() != 0 {
+		return "a real node needs root (it mounts, creates interfaces and iptables rules, and runs containerd); run the test as root"
+	}
+	opts.defaults()
+	for _, bin := range []string{opts.Containerd, opts.Runc, opts.Ctr, filepath.Join(opts.CNIBinDir, "bridge"), "iptables", "ip"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return bin + " is missing: install the node's Debian packages with tests/tools/deps.sh (as root)"
+		}
+	}
+	return ""
 }
 
 // Start brings a node up: it restores what a crashed node left, records
@@ -489,9 +500,19 @@ func (n *Node) ctr(ctx context.Context, args ...string) (string, error) {
 
 func (n *Node) importImages(ctx context.Context, archives []images.Archive) error {
 	for _, a := range archives {
-		if _, err := n.ctr(ctx, "images", "import", a.Path); err != nil {
-			return fmt.Errorf("node: import %s: %w", a.Ref, err)
+		if err := n.ImportImage(ctx, a.Path); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// ImportImage loads an image archive (`docker save` or OCI layout tar) into
+// the node's containerd, where pods find it by the reference it is tagged
+// with: the node never pulls.
+func (n *Node) ImportImage(ctx context.Context, archive string) error {
+	if _, err := n.ctr(ctx, "images", "import", archive); err != nil {
+		return fmt.Errorf("node: import %s: %w", archive, err)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,8 +21,8 @@ import (
 )
 
 func TestNode_RunsARestrictedPodBehindAServiceAndLeavesTheHostAsItFoundIt(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: a real node needs root (it mounts, creates interfaces and iptables rules, and runs containerd); run the test as root")
+	if reason := node.Unavailable(node.Options{}); reason != "" {
+		t.Skip("skipped: " + reason)
 	}
 	before := node.ListHost(node.Options{})
 	n := node.StartT(t, node.Options{})
