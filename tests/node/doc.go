@@ -24,14 +24,16 @@
 // containerd's restrict_oom_score_adj (no CAP_SYS_RESOURCE) and the
 // kubelet's failCgroupV1: false (cgroup v1 hierarchies).
 //
-// A node needs root. One runs per machine (LockPath); Teardown restores the
-// host — processes, mounts, cni0 and eknode0, the KUBE-/CNI- iptables
-// chains, the kubepods cgroups, the sysctls the kubelet and the plugins
-// change, and the node's directories. A node interrupted by SIGINT or
-// SIGTERM tears itself down; one whose process was killed leaves a state
-// file, and the next Start restores the host from it before anything else.
-// ListHost lists what a node could leave behind, to compare before and
-// after.
+// A node needs root. One runs per machine: Start waits for LockPath while
+// another suite's node runs (go test runs packages in parallel). Teardown
+// restores the host — processes, mounts, cni0 and eknode0, the KUBE-/CNI-
+// iptables chains, the kubepods cgroups, the sysctls the kubelet and the
+// plugins change, and the node's directories. A node interrupted by SIGINT
+// or SIGTERM tears itself down; one whose process was killed leaves a state
+// file, and the next Start (or `make node-clean`) restores the host from it
+// before anything else. ListHost lists what a node could leave behind;
+// Node.HostListings are the listings before the node and after its
+// teardown, taken under the lock.
 //
 // A test starts a node with StartT (skipped without root or the Debian
 // packages; torn down when the test ends); a suite that shares one node

@@ -121,6 +121,10 @@ type Node struct {
 	procs map[string]*harness.Process
 	order []string // start order; stopped in reverse
 
+	// before and after list the host under the lock, before the node
+	// changed anything and once Teardown restored it.
+	before, after Listing
+
 	signals  chan os.Signal
 	tornDown sync.Once
 	err      error
@@ -155,7 +159,8 @@ func StartT(t testing.TB, opts Options) *Node {
 			os.RemoveAll(dir)
 		})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// Long enough to wait for another suite's node to end, then start.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	n, err := Start(ctx, opts)
 	if err != nil {
@@ -185,7 +190,8 @@ func Unavailable(opts Options) string {
 	return ""
 }
 
-// Start brings a node up: it restores what a crashed node left, records
+// Start brings a node up: it waits while another node runs on the machine
+// (LockPath) until ctx ends, restores what a crashed node left, records
 // the host's settings, then starts containerd (with the project's images
 // imported), etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
 // the kubelet and kube-proxy, and waits until the node is Ready and the
@@ -198,13 +204,14 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	}
 	opts.defaults()
 	n := &Node{opts: opts, procs: map[string]*harness.Process{}}
-	if err := n.acquireLock(); err != nil {
+	if err := n.acquireLock(ctx); err != nil {
 		return nil, err
 	}
 	if err := n.recover(); err != nil {
 		n.releaseLock()
 		return nil, fmt.Errorf("node: restore what a previous node left: %w", err)
 	}
+	n.before = ListHost(n.opts)
 	n.state = recordHost()
 	if err := n.saveState(n.state); err != nil {
 		n.releaseLock()
@@ -234,17 +241,36 @@ func (n *Node) teardownOnSignal() {
 	os.Exit(130)
 }
 
-func (n *Node) acquireLock() error {
+// acquireLock takes the machine's node lock, waiting while another node
+// (another suite's, `go test` runs packages in parallel) holds it, until
+// ctx ends.
+func (n *Node) acquireLock(ctx context.Context) error {
 	f, err := os.OpenFile(LockPath, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("node: lock %s: %w", LockPath, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return fmt.Errorf("node: another node runs on this machine (%s is locked); one node per machine: share it or run one after the other", LockPath)
+	waiting := false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			n.lock = f
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return fmt.Errorf("node: lock %s: %w", LockPath, err)
+		}
+		if !waiting {
+			fmt.Fprintf(os.Stderr, "node: another node runs on this machine (%s is locked): waiting for it to end\n", LockPath)
+			waiting = true
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return fmt.Errorf("node: another node runs on this machine (%s is locked) and did not end in time; one node per machine: suites share it or run one after the other: %w", LockPath, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
-	n.lock = f
-	return nil
 }
 
 func (n *Node) releaseLock() {
@@ -695,6 +721,11 @@ func (n *Node) waitFor(ctx context.Context, p *harness.Process, timeout time.Dur
 	}
 }
 
+// HostListings are the listings of the host taken, under the machine's
+// node lock, before the node changed anything and after Teardown restored
+// it (nil before Teardown). A test compares them with Listing.Diff.
+func (n *Node) HostListings() (before, after Listing) { return n.before, n.after }
+
 // Teardown deletes every pod, stops every process of the node, and restores
 // the host: mounts, interfaces, iptables chains, cgroups, sysctls and the
 // node's directories. It is safe to call more than once.
@@ -730,6 +761,8 @@ func (n *Node) teardown() error {
 	if err := n.restoreHost(n.state); err != nil {
 		errs = append(errs, err)
 	}
+	// Listed before the lock goes: the next node may start at once.
+	n.after = ListHost(n.opts)
 	n.releaseLock()
 	if len(errs) > 0 {
 		return fmt.Errorf("node teardown: %w", errors.Join(errs...))
@@ -801,7 +834,9 @@ func Clean(opts Options) error {
 	}
 	opts.defaults()
 	n := &Node{opts: opts}
-	if err := n.acquireLock(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := n.acquireLock(ctx); err != nil {
 		return err
 	}
 	defer n.releaseLock()

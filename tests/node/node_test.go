@@ -24,8 +24,8 @@ func TestNode_RunsARestrictedPodBehindAServiceAndLeavesTheHostAsItFoundIt(t *tes
 	if reason := node.Unavailable(node.Options{}); reason != "" {
 		t.Skip("skipped: " + reason)
 	}
-	before := node.ListHost(node.Options{})
 	n := node.StartT(t, node.Options{})
+	before, _ := n.HostListings()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
@@ -113,7 +113,7 @@ func TestNode_RunsARestrictedPodBehindAServiceAndLeavesTheHostAsItFoundIt(t *tes
 	if err := n.Teardown(); err != nil {
 		t.Fatal(err)
 	}
-	after := node.ListHost(node.Options{})
+	_, after := n.HostListings()
 	t.Logf("host before the node:\n%s", before)
 	if diff := before.Diff(after); len(diff) > 0 {
 		t.Errorf("the node left the host changed:\n%s\nafter:\n%s", strings.Join(diff, "\n"), after)
