@@ -52,3 +52,21 @@ func TestUnescapeMount_DecodesOctalEscapes(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestListingDiff_NamesWhatAppearedAndWhatWent(t *testing.T) {
+	before := Listing{"interfaces": {"eth0", "lo"}, "sysctls": {"net/ipv4/ip_forward=0"}}
+	after := Listing{"interfaces": {"cni0", "eth0", "lo"}, "sysctls": {"net/ipv4/ip_forward=1"}, "mounts": nil}
+	got := before.Diff(after)
+	want := []string{"+ interfaces: cni0", "+ sysctls: net/ipv4/ip_forward=1", "- sysctls: net/ipv4/ip_forward=0"}
+	if len(got) != len(want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("line %d: got %q, want %q", i, got[i], want[i])
+		}
+	}
+	if d := before.Diff(before); len(d) != 0 {
+		t.Errorf("a listing differs from itself: %q", d)
+	}
+}
