@@ -70,8 +70,13 @@ type Options struct {
 	// tests/tools/envtest/build.sh builds (cached).
 	Binaries string
 	// ImageTag tags the imported images (eurekube/<name>:<tag>); default
-	// "dev". Images are built from the working tree at every start.
+	// "dev". Images are built from the working tree at every start, unless
+	// ImageDir is set.
 	ImageTag string
+	// ImageDir, when set, holds the archives to import instead (every
+	// *.tar, such as the bin/images of `make images`, whose tag must be
+	// ImageTag).
+	ImageDir string
 	// Containerd, Runc and Ctr are the Debian packages' binaries (looked up
 	// on PATH); CNIBinDir their CNI plugins (/usr/lib/cni).
 	Containerd, Runc, Ctr, CNIBinDir string
@@ -319,7 +324,7 @@ func (n *Node) start(ctx context.Context) error {
 	if err := setUpNetwork(); err != nil {
 		return fmt.Errorf("node: network: %w", err)
 	}
-	archives, err := n.buildImages()
+	archives, err := n.imageArchives()
 	if err != nil {
 		return err
 	}
@@ -363,9 +368,22 @@ func (n *Node) allocatePorts() error {
 	return nil
 }
 
+// imageArchives are the archives of ImageDir, else those buildImages
+// writes.
+func (n *Node) imageArchives() ([]string, error) {
+	if n.opts.ImageDir == "" {
+		return n.buildImages()
+	}
+	paths, err := filepath.Glob(filepath.Join(n.opts.ImageDir, "*.tar"))
+	if err != nil || len(paths) == 0 {
+		return nil, fmt.Errorf("node: no image archives (*.tar) in %s (make images writes bin/images): %v", n.opts.ImageDir, err)
+	}
+	return paths, nil
+}
+
 // buildImages compiles the images' binaries as make build does and writes
 // their archives beside the logs' parent (a cache reused across starts).
-func (n *Node) buildImages() ([]images.Archive, error) {
+func (n *Node) buildImages() ([]string, error) {
 	root, err := harness.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -382,7 +400,11 @@ func (n *Node) buildImages() ([]images.Archive, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	return archives, nil
+	paths := make([]string, len(archives))
+	for i, a := range archives {
+		paths[i] = a.Path
+	}
+	return paths, nil
 }
 
 // Image is the reference a pod uses for one of the project's images
@@ -524,9 +546,9 @@ func (n *Node) ctr(ctx context.Context, args ...string) (string, error) {
 	return string(out), nil
 }
 
-func (n *Node) importImages(ctx context.Context, archives []images.Archive) error {
+func (n *Node) importImages(ctx context.Context, archives []string) error {
 	for _, a := range archives {
-		if err := n.ImportImage(ctx, a.Path); err != nil {
+		if err := n.ImportImage(ctx, a); err != nil {
 			return err
 		}
 	}

@@ -24,7 +24,9 @@ func TestNode_RunsARestrictedPodBehindAServiceAndLeavesTheHostAsItFoundIt(t *tes
 	if reason := node.Unavailable(node.Options{}); reason != "" {
 		t.Skip("skipped: " + reason)
 	}
+	start := time.Now()
 	n := node.StartT(t, node.Options{})
+	t.Logf("node up in %s", time.Since(start).Round(time.Millisecond))
 	before, _ := n.HostListings()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -110,9 +112,11 @@ func TestNode_RunsARestrictedPodBehindAServiceAndLeavesTheHostAsItFoundIt(t *tes
 		return fmt.Errorf("still there: %v", err)
 	})
 
+	start = time.Now()
 	if err := n.Teardown(); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("node torn down in %s", time.Since(start).Round(time.Millisecond))
 	_, after := n.HostListings()
 	t.Logf("host before the node:\n%s", before)
 	if diff := before.Diff(after); len(diff) > 0 {
