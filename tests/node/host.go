@@ -236,13 +236,18 @@ type process struct {
 	comm, cmdline string
 }
 
-// processes lists every process of the machine.
+// processes lists every live process of the machine: zombies (killed,
+// not yet reaped by their parent, often PID 1) hold nothing and are left
+// out.
 func processes() []process {
 	entries, _ := os.ReadDir("/proc")
 	var out []process
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
+			continue
+		}
+		if zombie(e.Name()) {
 			continue
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -253,6 +258,17 @@ func processes() []process {
 		out = append(out, process{pid: pid, comm: strings.TrimSpace(string(comm)), cmdline: string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))})
 	}
 	return out
+}
+
+// zombie reports whether /proc/<pid>/stat says the process has exited.
+func zombie(pid string) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return true // gone
+	}
+	// pid (comm) state …: comm may hold spaces and parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X'
 }
 
 // kubepodsDirs are the kubelet's cgroup trees, one per v1 hierarchy.
@@ -273,7 +289,7 @@ func kubepodsPids() []int {
 			}
 			data, _ := os.ReadFile(path)
 			for _, f := range strings.Fields(string(data)) {
-				if pid, err := strconv.Atoi(f); err == nil && !seen[pid] {
+				if pid, err := strconv.Atoi(f); err == nil && !seen[pid] && !zombie(f) {
 					seen[pid] = true
 					pids = append(pids, pid)
 				}
