@@ -20,14 +20,10 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/tests/node"
-	"github.com/eurekube/eurekube/tests/sandbox"
 )
 
 // Names of the installed objects, from manifests/.
@@ -194,43 +190,4 @@ func (c *Cluster) installed(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// Deploy creates the app's namespace, syncer (registering with the
-// cluster's Eureka) and Deployment, its pods running the test app's image
-// as Pod Security "restricted" requires. shape, when set, changes the
-// Deployment before it is created (hooks, more containers).
-func (c *Cluster) Deploy(ctx context.Context, app sandbox.App, shape func(*appsv1.Deployment)) error {
-	app.EurekaURLs = []string{c.Eureka.URL()}
-	ns, syncer, dep := app.Objects()
-	spec := &dep.Spec.Template.Spec
-	spec.SecurityContext = &corev1.PodSecurityContext{
-		RunAsNonRoot:   ptr.To(true),
-		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-	}
-	for i := range spec.Containers {
-		ctr := &spec.Containers[i]
-		ctr.Image, ctr.ImagePullPolicy = c.Node.Image("testapp"), corev1.PullNever
-		ctr.Env = append(ctr.Env, corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
-			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}})
-		ctr.SecurityContext = &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr.To(false),
-			ReadOnlyRootFilesystem:   ptr.To(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		}
-	}
-	if shape != nil {
-		shape(dep)
-	}
-	for _, obj := range []client.Object{ns, syncer, dep} {
-		if err := c.Node.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("deploy %s/%s: create %T %s: %w", app.Namespace, app.Name, obj, obj.GetName(), err)
-		}
-	}
-	return nil
-}
-
-// Look reads the app's pods and what Eureka lists for it.
-func (c *Cluster) Look(ctx context.Context, app sandbox.App) (sandbox.View, error) {
-	return sandbox.Look(ctx, c.Node.Client, c.Eureka, app)
 }

@@ -19,9 +19,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/tests/node"
-	"github.com/eurekube/eurekube/tests/sandbox"
 )
 
 // The Spring client's registry fetch and LoadBalancer cache (2 s each), the
@@ -68,7 +68,7 @@ func TestRollingUpdate_EveryPreStopKindNoCallFails(t *testing.T) {
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			ctx := context.Background()
-			app := sandbox.App{Namespace: "hooks-" + tc.kind, Name: "hook" + tc.kind, Replicas: 2,
+			app := cluster.App{Namespace: "hooks-" + tc.kind, Name: "hook" + tc.kind, Replicas: 2,
 				DrainSeconds: ptr.To[int32](drainSeconds), PreStop: tc.hook}
 			if err := c.Deploy(ctx, app, tc.shape); err != nil {
 				t.Fatal(err)
@@ -166,9 +166,9 @@ func (r *recorder) first(kind, who string) (time.Time, bool) {
 }
 
 // settle waits until Eureka lists exactly the app's ready pods.
-func settle(t *testing.T, app sandbox.App, timeout time.Duration) sandbox.View {
+func settle(t *testing.T, app cluster.App, timeout time.Duration) cluster.View {
 	t.Helper()
-	var v sandbox.View
+	var v cluster.View
 	harness.Eventually(t, timeout, fmt.Sprintf("Eureka lists exactly the %d ready pods of %s", app.Replicas, app.Name), func() error {
 		var err error
 		if v, err = c.Look(context.Background(), app); err != nil {
@@ -183,7 +183,7 @@ func settle(t *testing.T, app sandbox.App, timeout time.Duration) sandbox.View {
 // as kubectl rollout restart does.
 const rolledKey = "eurekube.test/rolled"
 
-func rollout(t *testing.T, app sandbox.App) {
+func rollout(t *testing.T, app cluster.App) {
 	t.Helper()
 	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, rolledKey, time.Now().Format(time.RFC3339Nano))
 	dep := &appsv1.Deployment{}
@@ -195,7 +195,7 @@ func rollout(t *testing.T, app sandbox.App) {
 
 // waitRolledOut waits until every pod of the app (terminating ones
 // included) is of the new template and Eureka lists exactly the ready ones.
-func waitRolledOut(t *testing.T, app sandbox.App, timeout time.Duration) []string {
+func waitRolledOut(t *testing.T, app cluster.App, timeout time.Duration) []string {
 	t.Helper()
 	var ready []string
 	harness.Eventually(t, timeout, app.Name+" rolled out", func() error {

@@ -17,7 +17,6 @@ import (
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
-	"github.com/eurekube/eurekube/tests/sandbox"
 )
 
 // Installed as users install it: cert-manager issued the webhook's
@@ -62,7 +61,7 @@ func TestInstall_FromManifestsDefault(t *testing.T) {
 		t.Fatalf("%d manager pods ready from %s, want the Deployment's 2", ready, c.Node.Image("manager"))
 	}
 
-	app := sandbox.App{Namespace: "install", Name: "catalog", Replicas: 1, DrainSeconds: ptr.To[int32](2)}
+	app := cluster.App{Namespace: "install", Name: "catalog", Replicas: 1, DrainSeconds: ptr.To[int32](2)}
 	if err := c.Deploy(ctx, app, nil); err != nil {
 		t.Fatal(err)
 	}

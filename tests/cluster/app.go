@@ -1,0 +1,189 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
+)
+
+// App is a service as a team deploys it with Eurekube: a namespace
+// labelled for injection, an EurekaSyncer registering with the cluster's
+// Eureka, and a Deployment whose pods run the test app's image (which
+// answers with its pod name) on a container port named http, with a
+// readiness probe, as Pod Security "restricted" requires.
+type App struct {
+	Namespace string
+	// Name names the syncer and the Deployment and is the pods' app label;
+	// Eureka lists the app upper-cased.
+	Name     string
+	Replicas int32
+	// DrainSeconds is the syncer's drain; nil keeps the manager's default
+	// (100 s).
+	DrainSeconds *int32
+	// Metadata goes into every instance's Eureka metadata.
+	Metadata map[string]string
+	// PreStop is the app container's own preStop hook (nil: none), which the
+	// webhook composes with the drain.
+	PreStop *corev1.LifecycleHandler
+}
+
+// objects are the app's namespace, syncer and Deployment.
+func (a App) objects(image, eurekaURL string) (*corev1.Namespace, *v1alpha1.EurekaSyncer, *appsv1.Deployment) {
+	labels := map[string]string{"app": a.Name}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   a.Namespace,
+		Labels: map[string]string{v1alpha1.NamespaceInjectionLabel: "enabled"},
+	}}
+	syncer := &v1alpha1.EurekaSyncer{
+		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace},
+		Spec: v1alpha1.EurekaSyncerSpec{
+			Selector: metav1.LabelSelector{MatchLabels: labels},
+			Port:     intstr.FromString("http"),
+			Metadata: a.Metadata,
+			Drain:    v1alpha1.Drain{PreStopSleepSeconds: a.DrainSeconds},
+			Eureka:   v1alpha1.EurekaServers{ServiceURLs: []string{eurekaURL}},
+		},
+	}
+	var lifecycle *corev1.Lifecycle
+	if a.PreStop != nil {
+		lifecycle = &corev1.Lifecycle{PreStop: a.PreStop}
+	}
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(a.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			// One new pod at a time, never fewer ready pods than asked for.
+			Strategy: appsv1.DeploymentStrategy{
+				Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxSurge:       ptr.To(intstr.FromInt32(1)),
+					MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+				},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](10),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:            "app",
+						Image:           image,
+						ImagePullPolicy: corev1.PullNever,
+						Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
+						Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+						Lifecycle: lifecycle,
+						ReadinessProbe: &corev1.Probe{
+							ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}},
+							PeriodSeconds: 1,
+						},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+					}},
+				},
+			},
+		},
+	}
+	return ns, syncer, dep
+}
+
+// Deploy creates the app's namespace, syncer and Deployment; those that
+// exist already are kept. shape, when set, changes the Deployment before it
+// is created (more containers, other hooks).
+func (c *Cluster) Deploy(ctx context.Context, app App, shape func(*appsv1.Deployment)) error {
+	ns, syncer, dep := app.objects(c.Node.Image("testapp"), c.Eureka.URL())
+	if shape != nil {
+		shape(dep)
+	}
+	for _, obj := range []client.Object{ns, syncer, dep} {
+		if err := c.Node.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("deploy %s/%s: create %T %s: %w", app.Namespace, app.Name, obj, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// View is an app as Kubernetes and Eureka see it at one moment.
+type View struct {
+	// ReadyPods are the names of the pods that are Ready and not
+	// terminating: the ones callers should reach.
+	ReadyPods []string
+	// Pods are all the app's pods, terminating ones included.
+	Pods []corev1.Pod
+	// UP are the pod names of the instances Eureka lists UP (from the
+	// eurekube.io/pod metadata), as a Spring client reads them; Other are
+	// its other instances as "instanceId status".
+	UP    []string
+	Other []string
+}
+
+// Look reads the app's pods and what Eureka lists for it.
+func (c *Cluster) Look(ctx context.Context, a App) (View, error) {
+	var v View
+	var pods corev1.PodList
+	if err := c.Node.Client.List(ctx, &pods, client.InNamespace(a.Namespace), client.MatchingLabels{"app": a.Name}); err != nil {
+		return v, fmt.Errorf("list pods of %s/%s: %w", a.Namespace, a.Name, err)
+	}
+	v.Pods = pods.Items
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && podReady(&p) {
+			v.ReadyPods = append(v.ReadyPods, p.Name)
+		}
+	}
+	instances, err := c.Eureka.SpringRead(strings.ToUpper(a.Name))
+	if err != nil {
+		return v, err
+	}
+	for _, in := range instances {
+		if in.Status == "UP" {
+			v.UP = append(v.UP, in.Metadata[eureka.MetaPod])
+		} else {
+			v.Other = append(v.Other, in.InstanceID+" "+in.Status)
+		}
+	}
+	slices.Sort(v.ReadyPods)
+	slices.Sort(v.UP)
+	return v, nil
+}
+
+// Settled reports whether Eureka lists exactly the ready pods UP and
+// nothing else, and there are replicas ready pods.
+func (v View) Settled(replicas int) error {
+	switch {
+	case len(v.ReadyPods) != replicas:
+		return fmt.Errorf("%d ready pods %v, want %d", len(v.ReadyPods), v.ReadyPods, replicas)
+	case !slices.Equal(v.UP, v.ReadyPods):
+		return fmt.Errorf("the registry lists UP %v, ready pods are %v", v.UP, v.ReadyPods)
+	case len(v.Other) > 0:
+		return fmt.Errorf("the registry also lists %v", v.Other)
+	}
+	return nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
