@@ -39,6 +39,8 @@ type Options struct {
 	Node node.Options
 	// EurekaProfile is harness.ProfileFast (default) or harness.ProfileReal.
 	EurekaProfile string
+	// EurekaPort on the node's address; 0 picks a free one.
+	EurekaPort int
 	// LogDir receives cert-manager's and Eureka's logs (the node's go to
 	// Node.LogDir). Default: a new temporary directory.
 	LogDir string
@@ -118,7 +120,7 @@ func install(ctx context.Context, n *node.Node, o Options) (*Cluster, error) {
 	if c.CertManager, err = harness.StartCertManager(ctx, c.ControlPlane, harness.CertManagerOptions{LogPath: filepath.Join(o.LogDir, "cert-manager.log")}); err != nil {
 		return nil, err
 	}
-	if c.Eureka, err = harness.StartEureka(ctx, harness.EurekaOptions{Host: node.NodeIP, Profile: o.EurekaProfile, LogDir: o.LogDir}); err != nil {
+	if c.Eureka, err = harness.StartEureka(ctx, harness.EurekaOptions{Host: node.NodeIP, Port: o.EurekaPort, Profile: o.EurekaProfile, LogDir: o.LogDir}); err != nil {
 		c.stopServices()
 		return nil, err
 	}

@@ -80,6 +80,12 @@ type Options struct {
 	// Containerd, Runc and Ctr are the Debian packages' binaries (looked up
 	// on PATH); CNIBinDir their CNI plugins (/usr/lib/cni).
 	Containerd, Runc, Ctr, CNIBinDir string
+	// CallerHandlesInterrupts leaves SIGINT and SIGTERM to the program,
+	// which then stops what it runs beside the node and calls Teardown
+	// itself (the sandbox stops its Spring client, cert-manager and Eureka
+	// first, then reports what is left). By default an interrupt tears the
+	// node down and exits the process, as a test binary needs.
+	CallerHandlesInterrupts bool
 }
 
 func (o *Options) defaults() {
@@ -202,7 +208,7 @@ func Unavailable(opts Options) string {
 // the kubelet and kube-proxy, and waits until the node is Ready and the
 // default ServiceAccount exists. On failure it tears down what it started.
 // An interrupt (SIGINT, SIGTERM) tears the node down before the process
-// exits.
+// exits, unless opts.CallerHandlesInterrupts.
 func Start(ctx context.Context, opts Options) (*Node, error) {
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
@@ -222,9 +228,11 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		n.releaseLock()
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	n.signals = make(chan os.Signal, 1)
-	signal.Notify(n.signals, syscall.SIGINT, syscall.SIGTERM)
-	go n.teardownOnSignal()
+	if !opts.CallerHandlesInterrupts {
+		n.signals = make(chan os.Signal, 1)
+		signal.Notify(n.signals, syscall.SIGINT, syscall.SIGTERM)
+		go n.teardownOnSignal()
+	}
 	if err := n.start(ctx); err != nil {
 		if terr := n.Teardown(); terr != nil {
 			err = fmt.Errorf("%w (and tearing down: %v)", err, terr)

@@ -1,9 +1,17 @@
-// Command eurekube-sandbox is `make run`: Eurekube on this machine with real
-// parts (see package sandbox) and a sample service, ORDERS, deployed as a
-// team would: a labelled namespace, an EurekaSyncer and a Deployment of 3
-// replicas. A real Spring Cloud client calls it by name so a rollout can be
-// watched from the caller's side. It prints how to reach everything and
-// runs until Ctrl-C, then stops every process it started.
+// Command eurekube-sandbox is `make run`: a real single-node Kubernetes
+// cluster on this machine (package cluster: containerd, the kubelet,
+// kube-proxy and the control plane, cert-manager, a Eureka server on the
+// node's address) with Eurekube installed from manifests/default as users
+// install it, and a sample service, ORDERS, deployed as a team would: a
+// labelled namespace, an EurekaSyncer and a Deployment of 3 replicas. A real
+// Spring Cloud client on the host, playing a VM that reaches pod IPs, calls
+// it by name so a rollout can be watched from the caller's side.
+//
+// The node needs root: it mounts, creates interfaces and iptables rules and
+// runs containerd. The command says why and exits at once where no node can
+// run. It prints how to reach everything and runs until Ctrl-C, then stops
+// the client, cert-manager and Eureka, tears the node down (which restores
+// the host) and reports whether the host is as it found it.
 package main
 
 import (
@@ -11,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -23,12 +30,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
-	"github.com/eurekube/eurekube/tests/sandbox"
+	"github.com/eurekube/eurekube/tests/node"
 )
+
+// needsRoot is said up front, in --help and when the command cannot run.
+const needsRoot = "it runs a real Kubernetes node on this machine, so it needs root (it mounts, creates network interfaces and iptables rules, and runs containerd)"
 
 func main() {
 	if err := run(); err != nil {
+		if errors.Is(err, context.Canceled) {
+			os.Exit(130) // interrupted during start-up; what started is stopped
+		}
 		fmt.Fprintf(os.Stderr, "eurekube-sandbox: %v\n", err)
 		os.Exit(1)
 	}
@@ -40,10 +54,13 @@ func run() error {
 		return err
 	}
 	fs := pflag.NewFlagSet("eurekube-sandbox", pflag.ContinueOnError)
-	dir := fs.String("dir", filepath.Join(root, ".sandbox"), "directory for the kubeconfig, binaries, certificates and logs (emptied at start)")
-	eurekaPort := fs.Int("eureka-port", 8761, "port of the Eureka server and its dashboard on 127.0.0.1 (0 picks a free one)")
+	fs.Usage = func() {
+		fmt.Fprintf(os.Stderr, "Usage of eurekube-sandbox (make run): %s.\n%s", needsRoot, fs.FlagUsages())
+	}
+	dir := fs.String("dir", filepath.Join(root, ".sandbox"), "directory for the kubeconfig and every log (emptied at start)")
+	eurekaPort := fs.Int("eureka-port", 8761, "port of the Eureka server and its dashboard on the node's address, "+node.NodeIP+" (0 picks a free one)")
 	replicas := fs.Int32("replicas", 3, "replicas of the sample Deployment")
-	client := fs.Bool("spring-client", true, "run a Spring Cloud client that calls the sample service by name")
+	withClient := fs.Bool("spring-client", true, "run a Spring Cloud client on the host that calls the sample service by name")
 	exitWhenReady := fs.Bool("exit-when-ready", false, "stop everything once the sandbox is up (a smoke test of this command)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -51,60 +68,77 @@ func run() error {
 		}
 		return err
 	}
+	if os.Geteuid() != 0 {
+		return errors.New("not root: " + needsRoot + "; run make run as root")
+	}
+	nodeOpts := node.Options{LogDir: filepath.Join(*dir, "logs"), CallerHandlesInterrupts: true}
+	if reason := node.Unavailable(nodeOpts); reason != "" {
+		return errors.New(reason)
+	}
 	if err := os.RemoveAll(*dir); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*dir, 0o755); err != nil {
+	if err := os.MkdirAll(nodeOpts.LogDir, 0o755); err != nil {
 		return err
 	}
 
 	log := logrus.New()
 	log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.TimeOnly})
-	// Ctrl-C during start-up stops what has started; a second one is not
-	// needed (every child also dies with this process).
+	// Ctrl-C during start-up cancels it, and what has started is stopped;
+	// later ones are caught too, so the teardown is never cut short.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
 
-	sb, err := sandbox.Start(ctx, sandbox.Options{
-		Dir:        *dir,
+	log.Info("the sandbox runs a real Kubernetes node on this machine, as root (waiting first if another node runs here)")
+	log.Info("starting the node (containerd, etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy), cert-manager and Eureka, and installing Eurekube from manifests/default")
+	c, err := cluster.Start(ctx, cluster.Options{
+		Node:       nodeOpts,
 		EurekaPort: *eurekaPort,
 		// Production timings: self-preservation on, 30 s response caches.
 		EurekaProfile: harness.ProfileReal,
-		Logger:        log,
+		LogDir:        nodeOpts.LogDir,
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("start the cluster (logs in %s): %w", nodeOpts.LogDir, err)
 	}
+	log.WithField("took", time.Since(start).Round(time.Second)).Info("Eurekube installed: the manager's pods are ready and the webhook's CA is injected")
+
+	var spring *harness.SpringClient
 	defer func() {
-		log.Info("stopping every process")
-		if err := sb.Stop(); err != nil {
+		log.Info("stopping the Spring client, cert-manager and Eureka, and tearing the node down")
+		if spring != nil {
+			_ = spring.Stop()
+		}
+		if err := c.Stop(); err != nil {
 			log.WithError(err).Warn("stop")
 		}
-		log.Info("stopped; nothing is left running")
+		reportHost(c.Node)
 	}()
 
-	app := sandbox.App{Namespace: "shop", Name: "orders", Replicas: *replicas, Metadata: map[string]string{"zone": "zone-a"}}
+	kubeconfig := filepath.Join(*dir, "kubeconfig")
+	if err := copyFile(c.Node.Kubeconfig, kubeconfig); err != nil {
+		return err
+	}
+	app := cluster.App{Namespace: "shop", Name: "orders", Replicas: *replicas, Metadata: map[string]string{"zone": "zone-a"}}
 	log.Info("deploying the sample service ORDERS: namespace shop, EurekaSyncer orders, Deployment orders")
-	if err := sb.Deploy(ctx, app); err != nil {
+	if err := c.Deploy(ctx, app, nil); err != nil {
 		return err
 	}
-	log.Info("waiting until Eureka lists the ready pods and the syncer's status agrees (Eureka caches responses for up to 30 s)")
-	if err := waitSettled(ctx, sb, app); err != nil {
-		return err
-	}
-	var spring *harness.SpringClient
-	if *client {
-		log.Info("starting a Spring Cloud client that calls http://orders/ by name")
+	if *withClient {
+		log.Info("starting a Spring Cloud client on the host that calls http://orders/ by name")
 		spring, err = harness.StartSpringClient(ctx, harness.SpringClientOptions{
-			EurekaURL: sb.Eureka.URL(), Service: app.Name, Interval: 100 * time.Millisecond, LogDir: sb.LogDir,
+			EurekaURL: c.Eureka.URL(), Service: app.Name, Interval: 100 * time.Millisecond, LogDir: c.LogDir,
 		})
 		if err != nil {
 			return err
 		}
-		defer func() { _ = spring.Stop() }()
 	}
-	printWelcome(sb, spring, time.Since(start))
+	log.Info("waiting until Eureka lists the ready pods and the syncer's status agrees (Eureka caches responses for up to 30 s)")
+	if err := waitSettled(ctx, c, app); err != nil {
+		return err
+	}
+	printWelcome(c, kubeconfig, spring, time.Since(start))
 	if *exitWhenReady {
 		return nil
 	}
@@ -116,17 +150,17 @@ func run() error {
 // waitSettled waits until Eureka lists exactly the sample's ready pods and
 // the syncer's status says so too, so what the welcome suggests (kubectl get
 // esync, the dashboard, the client's stats) agrees from the first look.
-func waitSettled(ctx context.Context, sb *sandbox.Sandbox, app sandbox.App) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+func waitSettled(ctx context.Context, c *cluster.Cluster, app cluster.App) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	var last error
 	for {
-		v, err := sb.Look(ctx, app)
+		v, err := c.Look(ctx, app)
 		if err == nil {
 			err = v.Settled(int(app.Replicas))
 		}
 		if err == nil {
-			err = syncerSettled(ctx, sb, app)
+			err = syncerSettled(ctx, c, app)
 		}
 		if err == nil {
 			return nil
@@ -134,7 +168,10 @@ func waitSettled(ctx context.Context, sb *sandbox.Sandbox, app sandbox.App) erro
 		last = err
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("the sample service did not settle (logs in %s): %w", sb.LogDir, last)
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return ctx.Err()
+			}
+			return fmt.Errorf("the sample service did not settle (logs in %s; pods: kubectl -n %s logs): %w", c.LogDir, app.Namespace, last)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -142,9 +179,9 @@ func waitSettled(ctx context.Context, sb *sandbox.Sandbox, app sandbox.App) erro
 
 // syncerSettled reports whether the sample's EurekaSyncer status counts
 // every replica registered and UP (READY n/n), and is Synced.
-func syncerSettled(ctx context.Context, sb *sandbox.Sandbox, app sandbox.App) error {
+func syncerSettled(ctx context.Context, c *cluster.Cluster, app cluster.App) error {
 	var s v1alpha1.EurekaSyncer
-	if err := sb.ControlPlane.Client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: app.Name}, &s); err != nil {
+	if err := c.Node.Client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: app.Name}, &s); err != nil {
 		return fmt.Errorf("read EurekaSyncer %s/%s: %w", app.Namespace, app.Name, err)
 	}
 	st := s.Status
@@ -156,40 +193,55 @@ func syncerSettled(ctx context.Context, sb *sandbox.Sandbox, app sandbox.App) er
 	return nil
 }
 
-func printWelcome(sb *sandbox.Sandbox, spring *harness.SpringClient, took time.Duration) {
-	eureka := "http://" + sb.Eureka.Addr()
-	// The kubectl built beside the API server comes first on PATH, so the
-	// commands below work on a machine without one.
-	env := "export KUBECONFIG=" + sb.Kubeconfig
-	kubectl, err := sb.ControlPlane.Kubectl()
-	bundled := err == nil
-	if bundled {
-		env += " PATH=" + filepath.Dir(kubectl) + ":$PATH"
-	}
+func printWelcome(c *cluster.Cluster, kubeconfig string, spring *harness.SpringClient, took time.Duration) {
+	eureka := "http://" + c.Eureka.Addr()
+	// The node's own kubectl comes first on PATH, so the commands below
+	// work on a machine without one.
 	fmt.Printf(`
 Eurekube sandbox is up (%s).
 
-  kubectl            %s
+  kubectl            export KUBECONFIG=%s PATH=%s:$PATH
                      kubectl -n shop get esync,deploy,pods
   Eureka dashboard   %s/
   Eureka registry    curl -s -H 'Accept: application/json' %s/eureka/apps/ORDERS
-`, took.Round(time.Second), env, eureka, eureka)
-	if !bundled {
-		if _, err := exec.LookPath("kubectl"); err != nil {
-			fmt.Println("                     (kubectl is not on this machine's PATH: any kubectl from v1.30 on works)")
-		}
-	}
+`, took.Round(time.Second), kubeconfig, filepath.Dir(c.Node.Kubectl()), eureka, eureka)
 	if spring != nil {
 		fmt.Printf("  Spring client      curl -s %s   (calls http://orders/ by name every 100 ms)\n", spring.StatsURL())
 	}
 	fmt.Printf(`
   Try                kubectl -n shop rollout restart deploy/orders   (the client's "failed" stays 0)
                      kubectl -n shop scale deploy/orders --replicas 5
-  Logs               %s
+  Logs               %s   (pods: kubectl -n shop logs)
 
 The Eureka server runs with production timings: its responses are cached
 for up to 30 s, and old pods keep serving for 100 s after they leave Eureka.
 
 Press Ctrl-C to stop everything.
-`, sb.LogDir)
+`, c.LogDir)
+}
+
+// reportHost compares the host after the node's teardown with the host
+// before it started (both listed under the machine's node lock).
+func reportHost(n *node.Node) {
+	before, after := n.HostListings()
+	if after == nil {
+		fmt.Fprintln(os.Stderr, "the node was not torn down: run make node-clean (as root) to restore the host")
+		return
+	}
+	if diff := before.Diff(after); len(diff) > 0 {
+		fmt.Fprintf(os.Stderr, "the host differs from before the sandbox (make node-clean restores what the node left):\n")
+		for _, line := range diff {
+			fmt.Fprintln(os.Stderr, "  "+line)
+		}
+		return
+	}
+	fmt.Println("Stopped. Nothing is left: the host's processes, mounts, interfaces, routes, iptables rules, cgroups, sysctls and paths are as before the sandbox.")
+}
+
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o600)
 }
