@@ -20,7 +20,8 @@ export EUREKUBE_CACHE := $(CACHE)
 ARTIFACTS := KUBEBUILDER_ASSETS=$$(tests/tools/envtest/build.sh); \
 	EUREKUBE_EUREKA_JAR=$$(tests/eureka-server/build.sh); \
 	EUREKUBE_SPRING_CLIENT_JAR=$$(tests/spring-client/build.sh); \
-	export KUBEBUILDER_ASSETS EUREKUBE_EUREKA_JAR EUREKUBE_SPRING_CLIENT_JAR
+	EUREKUBE_CERT_MANAGER=$$(tests/tools/certmanager/build.sh); \
+	export KUBEBUILDER_ASSETS EUREKUBE_EUREKA_JAR EUREKUBE_SPRING_CLIENT_JAR EUREKUBE_CERT_MANAGER
 
 .PHONY: help
 help: ## List the targets.
@@ -108,7 +109,7 @@ bench: deps ## Measure Eurekube beside what it is compared with: bench/results.j
 	echo "make bench: $$((SECONDS - start))s"
 
 .PHONY: run
-run: deps ## The local sandbox: a cluster on this machine with Eurekube, Eureka and a sample service (Ctrl-C stops it).
+run: deps ## The local sandbox (root): a real node on this machine with Eurekube installed from manifests/default, Eureka and a sample service (Ctrl-C stops it).
 	@$(ARTIFACTS); \
 	go build -o bin/eurekube-sandbox ./tests/sandbox/cmd/eurekube-sandbox; \
 	exec bin/eurekube-sandbox $(RUN_ARGS)
