@@ -24,10 +24,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/tests/cluster"
@@ -82,6 +84,11 @@ func run() error {
 		return err
 	}
 
+	// The harness's controller-runtime calls (installing cert-manager's
+	// CRDs) log nothing worth showing; without a logger, controller-runtime
+	// prints a stack trace when its first line comes over 30 s after start,
+	// as after waiting for another node.
+	ctrllog.SetLogger(logr.Discard())
 	log := logrus.New()
 	log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: time.TimeOnly})
 	// Ctrl-C during start-up cancels it, and what has started is stopped;
