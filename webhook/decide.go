@@ -67,6 +67,9 @@ type Decision struct {
 	Syncer *v1alpha1.EurekaSyncer
 	// Overrides are the pod's parsed annotations (Inject only).
 	Overrides Overrides
+	// Skipped says why a pod that Syncer selects stays without the
+	// registrar (ReasonMeantToFinish); Skip records it on the pod.
+	Skipped *v1alpha1.Adaptation
 	// Err is the annotation error when Reason is ReasonInvalidAnnotation.
 	Err error
 	// Warnings go into the admission response.
@@ -133,7 +136,8 @@ func Decide(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer) Deci
 			winner.Name, names(live[1:])))
 	}
 	if p := pod.Spec.RestartPolicy; p == corev1.RestartPolicyNever || p == corev1.RestartPolicyOnFailure {
-		return Decision{Reason: ReasonMeantToFinish, Syncer: winner, Warnings: append(warnings, meantToFinish(p).Message)}
+		why := meantToFinish(p)
+		return Decision{Reason: ReasonMeantToFinish, Syncer: winner, Skipped: &why, Warnings: append(warnings, why.Message)}
 	}
 	return Decision{Inject: true, Reason: ReasonInjected, Syncer: winner, Overrides: overrides, Warnings: warnings}
 }

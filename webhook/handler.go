@@ -154,7 +154,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 		return deny(d.Err.Error()).WithWarnings(d.Warnings...), d.Reason
 	case d.Reason == ReasonMeantToFinish:
 		log.WithField("syncer", d.Syncer.Name).Info("pod meant to finish: not injected")
-		return patch(req, Skip(pod, d.Syncer.Name, meantToFinish(pod.Spec.RestartPolicy)), d.Warnings), d.Reason
+		return patch(req, Skip(pod, d.Syncer.Name, *d.Skipped), d.Warnings), d.Reason
 	case !d.Inject:
 		log.Debug("pod not injected")
 		return admission.Allowed(string(d.Reason)).WithWarnings(d.Warnings...), d.Reason

@@ -259,7 +259,7 @@ func TestDecide_PodsMeantToFinishAreSkippedNamingTheSyncer(t *testing.T) {
 		pod := springPod()
 		pod.Spec.RestartPolicy = policy
 		d := Decide(pod, enabledNamespace(), []v1alpha1.EurekaSyncer{orders})
-		if d.Inject || d.Reason != ReasonMeantToFinish || d.Syncer == nil || d.Syncer.Name != "orders" {
+		if d.Inject || d.Reason != ReasonMeantToFinish || d.Syncer == nil || d.Syncer.Name != "orders" || d.Skipped == nil || d.Skipped.Reason != v1alpha1.AdaptationMeantToFinish {
 			t.Fatalf("%s: decision = %s (inject %v)", policy, d.Reason, d.Inject)
 		}
 		if len(d.Warnings) != 1 || !strings.Contains(d.Warnings[0], string(policy)) {
@@ -283,7 +283,7 @@ func inject(t *testing.T, pod *corev1.Pod, syncers ...v1alpha1.EurekaSyncer) *co
 	t.Helper()
 	d := Decide(pod, enabledNamespace(), syncers)
 	if d.Reason == ReasonMeantToFinish {
-		return Skip(pod, d.Syncer.Name, meantToFinish(pod.Spec.RestartPolicy))
+		return Skip(pod, d.Syncer.Name, *d.Skipped)
 	}
 	if !d.Inject {
 		return pod
