@@ -132,6 +132,13 @@ func run() error {
 	if err := c.Deploy(ctx, app, nil); err != nil {
 		return err
 	}
+	log.Info("waiting until Eureka lists the ready pods and the syncer's status agrees (Eureka caches responses for up to 30 s)")
+	if err := waitSettled(ctx, c, app); err != nil {
+		return err
+	}
+	// Started once Eureka lists the pods, so its first registry fetch finds
+	// them and its "failed" count starts at 0, not with the calls made
+	// while the pods were starting.
 	if *withClient {
 		log.Info("starting a Spring Cloud client on the host that calls http://orders/ by name")
 		spring, err = harness.StartSpringClient(ctx, harness.SpringClientOptions{
@@ -140,10 +147,6 @@ func run() error {
 		if err != nil {
 			return err
 		}
-	}
-	log.Info("waiting until Eureka lists the ready pods and the syncer's status agrees (Eureka caches responses for up to 30 s)")
-	if err := waitSettled(ctx, c, app); err != nil {
-		return err
 	}
 	printWelcome(c, kubeconfig, spring, time.Since(start))
 	if *exitWhenReady {
