@@ -19,15 +19,15 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/tests/node"
 )
 
-// The Spring client's registry fetch and LoadBalancer cache (2 s each), the
-// fast server profile's response cache (≤ 1 s) and a request in flight
-// (≤ 2 s) make a caller forget a pod at most 7 s after it leaves Eureka:
-// a 10 s drain covers them (the tests/e2e package doc has the sum).
+// clientCacheSeconds is the Spring client's registry fetch interval and
+// LoadBalancer cache TTL; drainSeconds outlasts every cache (the package doc
+// has the sum).
 const (
 	clientCacheSeconds = 2
 	drainSeconds       = 10
@@ -40,7 +40,9 @@ const (
 // keeps serving for the drain too. Each case asserts 0 failed calls by the
 // real Spring client, that every replaced pod's own hook ran (reported to
 // a recorder on the host) no sooner than the drain after the rollout
-// began, and that the kubelet reported no failed hook.
+// began, and that the kubelet reported no failed hook. Where the webhook
+// composed the app's own hook with the drain, the syncer reports it in one
+// Event for all its pods, not one per pod.
 func TestRollingUpdate_EveryPreStopKindNoCallFails(t *testing.T) {
 	rec := startRecorder(t)
 	for _, tc := range []struct {
@@ -50,9 +52,12 @@ func TestRollingUpdate_EveryPreStopKindNoCallFails(t *testing.T) {
 		// byIP: the hook is an HTTP GET from the pod's IP, else an exec
 		// that names the pod.
 		reports, byIP bool
+		// composed: the app's preStop becomes one sleep of the drain and
+		// its own, reported in a PreStopComposed Event.
+		composed bool
 	}{
 		{kind: "none"},
-		{kind: "sleep", hook: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 2}}},
+		{kind: "sleep", hook: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 2}}, composed: true},
 		{kind: "exec", hook: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/testapp", "hook", rec.url("exec")}}}, reports: true},
 		{kind: "httpget", hook: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
 			Host: node.NodeIP, Port: intstr.FromInt(rec.port), Path: "/hook/httpget"}}, reports: true, byIP: true},
@@ -77,6 +82,15 @@ func TestRollingUpdate_EveryPreStopKindNoCallFails(t *testing.T) {
 			old := map[string]string{} // name and IP of the pods the rollout replaces
 			for _, p := range v.Pods {
 				old[p.Name] = p.Status.PodIP
+			}
+			if tc.composed {
+				for _, p := range v.Pods {
+					if ps := p.Spec.Containers[0].Lifecycle.PreStop; ps.Sleep == nil || ps.Sleep.Seconds != drainSeconds+tc.hook.Sleep.Seconds {
+						t.Fatalf("pod %s preStop = %+v, want one sleep of the %d s drain and the app's own %d s", p.Name, ps, drainSeconds, tc.hook.Sleep.Seconds)
+					}
+				}
+				e := waitEvent(t, app, string(v1alpha1.AdaptationPreStopComposed), time.Minute, v.ReadyPods...)
+				t.Logf("event %s %s: %s", e.Type, e.Reason, e.Note)
 			}
 			sc := startClient(t, app.Name)
 			waitAnswered(t, sc, harness.SpringStats{}, v.ReadyPods)

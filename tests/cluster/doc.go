@@ -1,0 +1,18 @@
+// The suite of this package is the end-to-end suite: one cluster (TestMain)
+// and a real Spring Cloud client on the host calling services by name, as a
+// VM does. Its timings are shortened consistently. A caller can be sent to
+// a pod until every cache between the registry and the caller has
+// forgotten it:
+//
+//	server response cache   ≤ 1 s  (fast profile: no read-only cache, read-write entries expire after 1 s)
+//	client registry fetch   ≤ 2 s  (eureka.client.registry-fetch-interval-seconds)
+//	LoadBalancer cache      ≤ 2 s  (spring.cloud.loadbalancer.cache.ttl)
+//	request in flight       ≤ 2 s  (the client's read timeout)
+//
+// so at most 7 s, and the suite's drain (preStop sleep) is 10 s: a pod
+// keeps serving for 10 s after its registrar cancelled it. In production
+// the same sum is 30 + 30 + 35 s plus the request, hence the default drain
+// of 100 s (reference/eureka.md). The no-drain control runs with the very
+// same client and shows failed calls, so it is the drain that protects the
+// callers.
+package cluster

@@ -1,0 +1,121 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	managerapp "github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/tests/cluster"
+	"github.com/eurekube/eurekube/tests/harness"
+)
+
+func deploy(t *testing.T, a cluster.App) {
+	t.Helper()
+	if err := c.Deploy(context.Background(), a, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func scale(t *testing.T, a cluster.App, replicas int32) {
+	t.Helper()
+	dep := &appsv1.Deployment{}
+	dep.Name, dep.Namespace = a.Name, a.Namespace
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if err := c.Node.Client.Patch(context.Background(), dep, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncer reads the app's EurekaSyncer.
+func syncer(t *testing.T, a cluster.App) *v1alpha1.EurekaSyncer {
+	t.Helper()
+	var s v1alpha1.EurekaSyncer
+	if err := c.Node.Client.Get(context.Background(), client.ObjectKey{Namespace: a.Namespace, Name: a.Name}, &s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+// waitEvent waits for an Event with reason on the app's syncer whose note
+// contains each of words, and returns it.
+func waitEvent(t *testing.T, a cluster.App, reason string, timeout time.Duration, words ...string) eventsv1.Event {
+	t.Helper()
+	var found eventsv1.Event
+	harness.Eventually(t, timeout, fmt.Sprintf("a %s Event on syncer %s naming %v", reason, a.Name, words), func() error {
+		var events eventsv1.EventList
+		if err := c.Node.Client.List(context.Background(), &events, client.InNamespace(a.Namespace)); err != nil {
+			return err
+		}
+		var seen []string
+	next:
+		for _, e := range events.Items {
+			if e.Reason != reason || e.Regarding.Kind != "EurekaSyncer" || e.Regarding.Name != a.Name {
+				continue
+			}
+			seen = append(seen, e.Note)
+			for _, w := range words {
+				if !strings.Contains(e.Note, w) {
+					continue next
+				}
+			}
+			found = e
+			return nil
+		}
+		return fmt.Errorf("%d events, those of reason %s: %q", len(events.Items), reason, seen)
+	})
+	return found
+}
+
+// containerID is the ID the kubelet reports for the named container of a
+// running pod, with its restart count.
+func containerID(p *corev1.Pod, name string) (string, int32, error) {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == name && s.State.Running != nil && s.ContainerID != "" {
+			return s.ContainerID, s.RestartCount, nil
+		}
+	}
+	return "", 0, fmt.Errorf("pod %s: container %s is not running", p.Name, name)
+}
+
+// managerLease reads the manager's leader election Lease.
+func managerLease(ctx context.Context) (*coordinationv1.Lease, error) {
+	var l coordinationv1.Lease
+	if err := c.Node.Client.Get(ctx, client.ObjectKey{Namespace: cluster.ManagerNamespace, Name: managerapp.LeaderElectionID}, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// leader waits until a manager pod holds the Lease and returns the holder's
+// identity and its pod: controller-runtime names the holder
+// "<hostname>_<uuid>", and a pod's hostname is its name.
+func leader(t *testing.T) (string, *corev1.Pod) {
+	t.Helper()
+	var holder string
+	var pod corev1.Pod
+	harness.Eventually(t, time.Minute, "a manager pod holds the Lease "+managerapp.LeaderElectionID, func() error {
+		ctx := context.Background()
+		l, err := managerLease(ctx)
+		if err != nil {
+			return err
+		}
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+			return fmt.Errorf("no holder")
+		}
+		holder = *l.Spec.HolderIdentity
+		name, _, _ := strings.Cut(holder, "_")
+		return c.Node.Client.Get(ctx, client.ObjectKey{Namespace: cluster.ManagerNamespace, Name: name}, &pod)
+	})
+	return holder, &pod
+}
