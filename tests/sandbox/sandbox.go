@@ -5,8 +5,7 @@
 // runner playing the kubelet — pods run as processes on their own loopback
 // IPs, the injected registrar as the real cmd/registrar binary.
 //
-// `make run` starts one with a sample app (tests/sandbox/cmd/eurekube-sandbox);
-// the end-to-end suite (tests/e2e) starts one per run and drives it.
+// `make run` starts one with a sample app (tests/sandbox/cmd/eurekube-sandbox).
 package sandbox
 
 import (
