@@ -109,7 +109,10 @@ bench: deps ## Measure Eurekube beside what it is compared with: bench/results.j
 	echo "make bench: $$((SECONDS - start))s"
 
 .PHONY: run
-run: deps ## The local sandbox (root): a real node on this machine with Eurekube installed from manifests/default, Eureka and a sample service (Ctrl-C stops it).
+run: ## The local sandbox (root): a real node on this machine with Eurekube installed from manifests/default, Eureka and a sample service (Ctrl-C stops it).
+	@# Before any build: on a fresh clone the builds take minutes.
+	@[ "$$(id -u)" -eq 0 ] || { echo "make run: not root: it runs a real Kubernetes node on this machine, so it needs root (it mounts, creates network interfaces and iptables rules, and runs containerd); run make run as root" >&2; exit 1; }
+	@tests/tools/deps.sh
 	@$(ARTIFACTS); \
 	go build -o bin/eurekube-sandbox ./tests/sandbox/cmd/eurekube-sandbox; \
 	exec bin/eurekube-sandbox $(RUN_ARGS)
