@@ -119,7 +119,7 @@ run: ## The local sandbox (root): a real node on this machine with Eurekube inst
 
 .PHONY: images
 images: build ## Write image archives (bin/images/<name>.tar, eurekube/<name>:$(IMAGE_TAG)) without a daemon, from the static binaries of make build.
-	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o bin/ ./tests/podrunner/testapp ./tests/images/pause
+	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o bin/ ./tests/testapp ./tests/images/pause
 	go run ./tests/images/cmd/imagebuild -bin bin -out bin/images -tag $(IMAGE_TAG) -revision "$$(git rev-parse HEAD 2>/dev/null || echo unknown)"
 
 .PHONY: node-clean

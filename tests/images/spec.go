@@ -39,7 +39,7 @@ var (
 	Manager = Spec{Name: "manager", Package: "./cmd/manager", Ports: []int{9443, 8080, 8081},
 		Description: "Eurekube's manager: the admission webhook and the EurekaSyncer reconciler"}
 	// TestApp answers HTTP on LISTEN_ADDR; the image sets it to :8080.
-	TestApp = Spec{Name: "testapp", Package: "./tests/podrunner/testapp", Ports: []int{8080},
+	TestApp = Spec{Name: "testapp", Package: "./tests/testapp", Ports: []int{8080},
 		Env: []string{"LISTEN_ADDR=:8080"}, Description: "The app the end-to-end pods run"}
 	// Pause is the test node's sandbox image (containerd's sandbox_image).
 	Pause = Spec{Name: "pause", Package: "./tests/images/pause",
