@@ -75,9 +75,7 @@ func TestRollingUpdate_EveryPreStopKindNoCallFails(t *testing.T) {
 			ctx := context.Background()
 			app := cluster.App{Namespace: "hooks-" + tc.kind, Name: "hook" + tc.kind, Replicas: 2,
 				DrainSeconds: ptr.To[int32](drainSeconds), PreStop: tc.hook}
-			if err := c.Deploy(ctx, app, tc.shape); err != nil {
-				t.Fatal(err)
-			}
+			deploy(t, app, tc.shape)
 			v := settle(t, app, 3*time.Minute)
 			old := map[string]string{} // name and IP of the pods the rollout replaces
 			for _, p := range v.Pods {

@@ -38,7 +38,7 @@ import (
 func TestOrphan_RegistrarKilledIsCollected(t *testing.T) {
 	ctx := context.Background()
 	app := cluster.App{Namespace: "stock", Name: "inventory", Replicas: 2, DrainSeconds: ptr.To[int32](2)}
-	deploy(t, app)
+	deploy(t, app, nil)
 	v := settle(t, app, 3*time.Minute)
 	var victim corev1.Pod
 	if err := c.Node.Client.Get(ctx, client.ObjectKey{Namespace: app.Namespace, Name: v.ReadyPods[0]}, &victim); err != nil {

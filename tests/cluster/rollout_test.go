@@ -30,7 +30,7 @@ import (
 func TestRollingUpdate_ManagerLeaderKilledNoCallFails(t *testing.T) {
 	ctx := context.Background()
 	app := cluster.App{Namespace: "shop", Name: "orders", Replicas: 3, DrainSeconds: ptr.To[int32](drainSeconds)}
-	deploy(t, app)
+	deploy(t, app, nil)
 	v := settle(t, app, 3*time.Minute)
 	sc := startClient(t, app.Name)
 	waitAnswered(t, sc, harness.SpringStats{}, v.ReadyPods)
@@ -94,12 +94,17 @@ func TestRollingUpdate_ManagerLeaderKilledNoCallFails(t *testing.T) {
 	}
 	failedCreates := 0
 	for _, e := range events.Items {
-		if e.Reason == "FailedCreate" {
-			failedCreates++
-			t.Logf("a create failed and its ReplicaSet retried: %s", e.Note)
+		if e.Reason != "FailedCreate" {
+			continue
 		}
+		if lastSeen(e).Before(killedAt.Truncate(time.Second)) {
+			t.Logf("before the kill, a create failed and its ReplicaSet retried: %s", e.Note)
+			continue
+		}
+		failedCreates++
+		t.Logf("a create failed and its ReplicaSet retried: %s", e.Note)
 	}
-	t.Logf("%d pods, each with the registrar; %d FailedCreate events", len(all.Items), failedCreates)
+	t.Logf("%d pods, each with the registrar; %d FailedCreate events since the kill", len(all.Items), failedCreates)
 
 	harness.Eventually(t, time.Minute, "another process holds the Lease", func() error {
 		l, err := managerLease(ctx)
@@ -154,7 +159,7 @@ func TestRollingUpdate_ManagerLeaderKilledNoCallFails(t *testing.T) {
 // caches still hold it, so calls fail — it is the drain that protects them.
 func TestRollingUpdate_WithoutDrainCallsFail(t *testing.T) {
 	app := cluster.App{Namespace: "pay", Name: "payments", Replicas: 3, DrainSeconds: ptr.To[int32](0)}
-	deploy(t, app)
+	deploy(t, app, nil)
 	v := settle(t, app, 3*time.Minute)
 	for _, p := range v.Pods {
 		if p.Spec.Containers[0].Lifecycle != nil {
