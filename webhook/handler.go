@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -55,6 +56,15 @@ type Options struct {
 	// Reader reads EurekaSyncers and Namespaces, normally the manager's
 	// cache.
 	Reader client.Reader
+	// LiveReader reads from the API server itself (the manager's API
+	// reader). When the cache says a pod's namespace is missing or not
+	// opted in, or that no syncer selects the pod, the handler asks it
+	// again before letting the pod through without the registrar: the API
+	// server only calls the webhook for opted-in namespaces, so such an
+	// answer usually means a namespace or syncer created a moment before
+	// the pod (kubectl apply of one file) has not reached the cache yet.
+	// Nil: the cache's answer stands.
+	LiveReader client.Reader
 	// Decoder decodes the pod of an admission request.
 	Decoder admission.Decoder
 	// Defaults are the manager's registrar settings.
@@ -70,6 +80,7 @@ type Options struct {
 // sigs.k8s.io/controller-runtime/pkg/webhook/admission.Handler.
 type Handler struct {
 	reader   client.Reader
+	live     client.Reader
 	decoder  admission.Decoder
 	defaults Defaults
 	excluded map[string]bool
@@ -90,7 +101,7 @@ func NewHandler(o Options) *Handler {
 		l.SetOutput(discard{})
 		log = l
 	}
-	return &Handler{reader: o.Reader, decoder: o.Decoder, defaults: o.Defaults, excluded: excluded, log: log}
+	return &Handler{reader: o.Reader, live: o.LiveReader, decoder: o.Decoder, defaults: o.Defaults, excluded: excluded, log: log}
 }
 
 // Handle answers one admission request: it decodes the pod, reads the
@@ -129,24 +140,15 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 		log = log.WithField("name", pod.GenerateName+"<generated>")
 	}
 
-	ns := Namespace{Excluded: h.excluded[namespace]}
-	if !ns.Excluded {
-		var obj corev1.Namespace
-		if err := h.reader.Get(ctx, client.ObjectKey{Name: namespace}, &obj); err != nil {
-			log.WithError(err).Error("read namespace")
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("read namespace %s: %w", namespace, err)), ReasonLookupFailed
-		}
-		ns.Labels = obj.Labels
+	d, err := h.decide(ctx, h.reader, pod, namespace)
+	if h.live != nil && (err != nil && apierrors.IsNotFound(err) || err == nil && cacheMayLag(d.Reason)) {
+		log.WithField("cached", d.Reason).Debug("asking the API server: the cache may not have the namespace or the syncer yet")
+		d, err = h.decide(ctx, h.live, pod, namespace)
 	}
-	var syncers v1alpha1.EurekaSyncerList
-	if !ns.Excluded && ns.Labels[v1alpha1.NamespaceInjectionLabel] == "enabled" {
-		if err := h.reader.List(ctx, &syncers, client.InNamespace(namespace)); err != nil {
-			log.WithError(err).Error("list syncers")
-			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("list EurekaSyncers of %s: %w", namespace, err)), ReasonLookupFailed
-		}
+	if err != nil {
+		log.WithError(err).Error("look up the namespace and its syncers")
+		return admission.Errored(http.StatusInternalServerError, err), ReasonLookupFailed
 	}
-
-	d := Decide(pod, ns, syncers.Items)
 	log = log.WithField("reason", d.Reason)
 	switch {
 	case d.Reason == ReasonInvalidAnnotation:
@@ -182,6 +184,31 @@ func patch(req admission.Request, changed *corev1.Pod, warnings []string) admiss
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encode mutated pod: %w", err))
 	}
 	return admission.PatchResponseFromRaw(req.Object.Raw, raw).WithWarnings(warnings...)
+}
+
+// decide reads the pod's namespace and its syncers through r and decides.
+func (h *Handler) decide(ctx context.Context, r client.Reader, pod *corev1.Pod, namespace string) (Decision, error) {
+	ns := Namespace{Excluded: h.excluded[namespace]}
+	if !ns.Excluded {
+		var obj corev1.Namespace
+		if err := r.Get(ctx, client.ObjectKey{Name: namespace}, &obj); err != nil {
+			return Decision{}, fmt.Errorf("read namespace %s: %w", namespace, err)
+		}
+		ns.Labels = obj.Labels
+	}
+	var syncers v1alpha1.EurekaSyncerList
+	if !ns.Excluded && ns.Labels[v1alpha1.NamespaceInjectionLabel] == "enabled" {
+		if err := r.List(ctx, &syncers, client.InNamespace(namespace)); err != nil {
+			return Decision{}, fmt.Errorf("list EurekaSyncers of %s: %w", namespace, err)
+		}
+	}
+	return Decide(pod, ns, syncers.Items), nil
+}
+
+// cacheMayLag is true for decisions that a cache behind the API server
+// gives for a namespace or syncer created just before the pod.
+func cacheMayLag(r Reason) bool {
+	return r == ReasonNamespaceNotEnabled || r == ReasonNoMatchingSyncer
 }
 
 // deny refuses the pod as a bad request (HTTP 400 in the status), with a

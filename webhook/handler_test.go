@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -80,6 +81,44 @@ func TestHandler_InjectsAMatchingPodWithAJSONPatch(t *testing.T) {
 	if !strings.Contains(string(out.Response.Patch), v1alpha1.RegistrarContainerName) {
 		t.Fatalf("patch does not add the registrar: %s", out.Response.Patch)
 	}
+}
+
+// A namespace and a syncer created a moment before the pod (kubectl apply
+// of one file) may not be in the manager's cache yet. The cache is a fake
+// here, lagging on demand, which the real one cannot do at will; the live
+// reader holds what the API server holds.
+func TestHandler_AsksTheAPIServerWhenTheCacheLags(t *testing.T) {
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: enabledNamespace().Labels}}
+	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ns, &s).Build()
+	for _, tc := range []struct {
+		name   string
+		cached []client.Object
+	}{
+		{"namespace not cached yet", nil},
+		{"namespace cached without its label", []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}}},
+		{"syncer not cached yet", []client.Object{ns.DeepCopy()}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stale := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.cached...).Build()
+			h := &admission.Webhook{Handler: NewHandler(Options{Reader: stale, LiveReader: live, Decoder: admission.NewDecoder(scheme), Defaults: testDefaults})}
+			_, out := serve(h, review(t, admissionv1.Create, "Pod", springPod()))
+			if out.Response == nil || !out.Response.Allowed || !strings.Contains(string(out.Response.Patch), v1alpha1.RegistrarContainerName) {
+				t.Fatalf("response = %+v, want the registrar injected from what the API server holds", out.Response)
+			}
+		})
+	}
+	t.Run("no syncer anywhere", func(t *testing.T) {
+		empty := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ns.DeepCopy()).Build()
+		h := &admission.Webhook{Handler: NewHandler(Options{Reader: empty, LiveReader: empty, Decoder: admission.NewDecoder(scheme), Defaults: testDefaults})}
+		_, out := serve(h, review(t, admissionv1.Create, "Pod", springPod()))
+		if out.Response == nil || !out.Response.Allowed || len(out.Response.Patch) != 0 {
+			t.Fatalf("response = %+v, want allowed untouched", out.Response)
+		}
+	})
 }
 
 func TestHandler_DeniesAnInvalidAnnotationWithTheReason(t *testing.T) {

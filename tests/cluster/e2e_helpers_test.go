@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -21,36 +20,15 @@ import (
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
-// deploy deploys the app (shape, when set, changes its Deployment) and
-// creates its pods only once the manager has seen its syncer. The webhook
-// reads namespaces and syncers from the manager's cache: a pod admitted
-// before that cache holds the new namespace is refused (the ReplicaSet
-// retries), and one admitted before it holds the syncer runs without the
-// registrar — seen here once in four runs, a pod of shop/orders created 1 s
-// after its syncer. So the Deployment starts at 0 replicas, and is scaled
-// once the syncer's first status (the leader's reconciler, reading the same
-// kind of cache) is written.
+// deploy creates the app's namespace, syncer and Deployment at once, as
+// kubectl apply of one file does: the webhook must inject pods created a
+// moment after their namespace and syncer, before the manager's cache has
+// them (it then asks the API server).
 func deploy(t *testing.T, a cluster.App, shape func(*appsv1.Deployment)) {
 	t.Helper()
-	if err := c.Deploy(context.Background(), a, func(d *appsv1.Deployment) {
-		if shape != nil {
-			shape(d)
-		}
-		d.Spec.Replicas = ptr.To[int32](0)
-	}); err != nil {
+	if err := c.Deploy(context.Background(), a, shape); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, time.Minute, "the manager reconciled syncer "+a.Name, func() error {
-		var s v1alpha1.EurekaSyncer
-		if err := c.Node.Client.Get(context.Background(), client.ObjectKey{Namespace: a.Namespace, Name: a.Name}, &s); err != nil {
-			return err
-		}
-		if s.Status.ObservedGeneration != s.Generation {
-			return fmt.Errorf("status of generation %d, spec of %d", s.Status.ObservedGeneration, s.Generation)
-		}
-		return nil
-	})
-	scale(t, a, a.Replicas)
 }
 
 func scale(t *testing.T, a cluster.App, replicas int32) {

@@ -155,6 +155,7 @@ func setupWebhook(ctx context.Context, mgr manager.Manager, cfg Config, clusterI
 	}
 	h := webhook.NewHandler(webhook.Options{
 		Reader:             mgr.GetCache(),
+		LiveReader:         mgr.GetAPIReader(),
 		Decoder:            admission.NewDecoder(mgr.GetScheme()),
 		Defaults:           webhookDefaults(cfg, clusterID),
 		ExcludedNamespaces: excluded,
