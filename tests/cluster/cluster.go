@@ -1,11 +1,3 @@
-// Package cluster is Eurekube installed on a real node the way users
-// install it: the node (package node), cert-manager's controller and
-// cainjector (issuing the webhook's serving certificate and injecting its
-// CA), and manifests/default applied with kubectl as it is in the
-// repository, so the manager runs as its Deployment's pods from its image
-// with the mounted Secret, and the API server reaches the webhook through
-// its Service. A Eureka server runs on the host on the node's address,
-// where pods reach it; callers on the host play VMs that reach pod IPs.
 package cluster
 
 import (

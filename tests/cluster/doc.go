@@ -1,3 +1,12 @@
+// Package cluster is Eurekube installed on a real node the way users
+// install it: the node (package node), cert-manager's controller and
+// cainjector (issuing the webhook's serving certificate and injecting its
+// CA), and manifests/default applied with kubectl as it is in the
+// repository, so the manager runs as its Deployment's pods from its image
+// with the mounted Secret, and the API server reaches the webhook through
+// its Service. A Eureka server runs on the host on the node's address,
+// where pods reach it; callers on the host play VMs that reach pod IPs.
+//
 // The suite of this package is the end-to-end suite: one cluster (TestMain)
 // and a real Spring Cloud client on the host calling services by name, as a
 // VM does. Its timings are shortened consistently. A caller can be sent to
@@ -12,7 +21,7 @@
 // so at most 7 s, and the suite's drain (preStop sleep) is 10 s: a pod
 // keeps serving for 10 s after its registrar cancelled it. In production
 // the same sum is 30 + 30 + 35 s plus the request, hence the default drain
-// of 100 s (reference/eureka.md). The no-drain control runs with the very
+// of 100 s (the README's drain paragraph). The no-drain control runs with the very
 // same client and shows failed calls, so it is the drain that protects the
 // callers.
 package cluster
