@@ -31,6 +31,19 @@ func deploy(t *testing.T, a cluster.App, shape func(*appsv1.Deployment)) {
 	}
 }
 
+// rolloutCalled rolls every pod of the app while sc calls it by name, waits
+// until the new pods are the ones registered and each has answered, and
+// returns the calls made since the rollout began, and when it began.
+func rolloutCalled(t *testing.T, app cluster.App, sc *harness.SpringClient) (harness.SpringStats, time.Time) {
+	t.Helper()
+	before := stats(t, sc)
+	began := time.Now()
+	rollout(t, app)
+	pods := waitRolledOut(t, app, 3*time.Minute)
+	waitAnswered(t, sc, before, pods)
+	return stats(t, sc).Since(before), began
+}
+
 func scale(t *testing.T, a cluster.App, replicas int32) {
 	t.Helper()
 	dep := &appsv1.Deployment{}
