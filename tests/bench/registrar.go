@@ -185,7 +185,7 @@ func registrarSample(ctx context.Context, o RegistrarOptions, bin string, c *eur
 			return nil
 		}
 	}
-	if err := waitFor(ctx, 15*time.Second, 10*time.Millisecond, "registrar "+name+" registered", status("")); err != nil {
+	if err := harness.Poll(ctx, 15*time.Second, 10*time.Millisecond, "registrar "+name+" registered", status("")); err != nil {
 		return 0, 0, err
 	}
 	// The flip lands at a random moment of the registrar's probe period,
@@ -197,7 +197,7 @@ func registrarSample(ctx context.Context, o RegistrarOptions, bin string, c *eur
 	}
 	app.healthy.Store(true)
 	start := time.Now()
-	if err := waitFor(ctx, 10*time.Second, 2*time.Millisecond, "registrar "+name+" UP", status(eureka.StatusUp)); err != nil {
+	if err := harness.Poll(ctx, 10*time.Second, 2*time.Millisecond, "registrar "+name+" UP", status(eureka.StatusUp)); err != nil {
 		return 0, 0, err
 	}
 	up = time.Since(start)
@@ -205,7 +205,7 @@ func registrarSample(ctx context.Context, o RegistrarOptions, bin string, c *eur
 		return 0, 0, err
 	}
 	start = time.Now()
-	err = waitFor(ctx, 10*time.Second, time.Millisecond, "registrar "+name+" gone", func() error {
+	err = harness.Poll(ctx, 10*time.Second, time.Millisecond, "registrar "+name+" gone", func() error {
 		if err := status("")(); !errors.Is(err, eureka.ErrNotFound) {
 			return fmt.Errorf("still listed (%v)", err)
 		}
@@ -272,7 +272,7 @@ func registrarSteadyState(ctx context.Context, o RegistrarOptions, bin string, b
 	if err != nil {
 		return err
 	}
-	if err := waitFor(ctx, 30*time.Second, 50*time.Millisecond, "steady registrar UP", func() error {
+	if err := harness.Poll(ctx, 30*time.Second, 50*time.Millisecond, "steady registrar UP", func() error {
 		inst, err := c.Instance(ctx, registrarAppName, registrarInstanceID("steady", app.port))
 		if err == nil && inst.Status != eureka.StatusUp {
 			err = fmt.Errorf("status %s", inst.Status)
@@ -281,7 +281,7 @@ func registrarSteadyState(ctx context.Context, o RegistrarOptions, bin string, b
 	}); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, 2*time.Minute, 200*time.Millisecond, "Spring app registered UP", func() error {
+	if err := harness.Poll(ctx, 2*time.Minute, 200*time.Millisecond, "Spring app registered UP", func() error {
 		insts, err := c.Instances(ctx, "BENCH-SPRING-APP")
 		if err == nil && (len(insts) == 0 || insts[0].Status != eureka.StatusUp) {
 			err = fmt.Errorf("instances %+v", insts)

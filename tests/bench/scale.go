@@ -109,7 +109,7 @@ func MeasureScale(ctx context.Context, o ScaleOptions, r *Results) error {
 	defer func() { _ = m.Stop() }()
 	readyz := time.Since(start)
 	want := int32(sc.PodsPerSyncer)
-	if err := waitFor(ctx, 10*time.Minute, 100*time.Millisecond, "every syncer's status right", func() error {
+	if err := harness.Poll(ctx, 10*time.Minute, 100*time.Millisecond, "every syncer's status right", func() error {
 		return statusesRight(ctx, k8s, len(syncers), want)
 	}); err != nil {
 		return fmt.Errorf("%w (manager log %s)", err, m.LogPath())

@@ -151,7 +151,7 @@ func webhookFixtures(ctx context.Context, cp *harness.ControlPlane) error {
 // that injected pod.
 func waitInjecting(ctx context.Context, cs *kubernetes.Clientset) (*corev1.Pod, error) {
 	var pod *corev1.Pod
-	err := waitFor(ctx, time.Minute, 100*time.Millisecond, "the webhook injects", func() error {
+	err := harness.Poll(ctx, time.Minute, 100*time.Millisecond, "the webhook injects", func() error {
 		var err error
 		pod, err = cs.CoreV1().Pods(injectedNamespace).Create(ctx, benchPod(injectedNamespace), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {

@@ -146,20 +146,11 @@ func (c *Cluster) applyDefault(ctx context.Context) error {
 // every replica ready and the webhook configuration carries the CA that
 // cainjector injected.
 func (c *Cluster) waitInstalled(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	var last error
-	for {
-		last = c.installed(ctx)
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("eurekube installed from manifests/default (logs in %s): %w", c.Node.LogDir(), last)
-		case <-time.After(time.Second):
-		}
+	err := harness.Poll(ctx, 5*time.Minute, time.Second, "eurekube installed from manifests/default", func() error { return c.installed(ctx) })
+	if err != nil {
+		return fmt.Errorf("%w (logs in %s)", err, c.Node.LogDir())
 	}
+	return nil
 }
 
 func (c *Cluster) installed(ctx context.Context) error {

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -20,5 +22,27 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() er
 			t.Fatalf("%s: not within %s: %v", what, timeout, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Poll calls cond every poll until it returns nil, ctx ends or timeout
+// passes; the error then says what did not happen and cond's last error.
+// It is Eventually for code that reports errors instead of failing a test:
+// the harness's parts, the sandbox and the bench.
+func Poll(ctx context.Context, timeout, poll time.Duration, what string, cond func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for {
+		err := cond()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: not within %s: %w", what, timeout, err)
+		case <-tick.C:
+		}
 	}
 }

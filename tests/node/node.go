@@ -732,23 +732,23 @@ func (n *Node) waitReady(ctx context.Context) error {
 // waitFor polls cond until it holds, p exits (an error with its log) or
 // timeout passes.
 func (n *Node) waitFor(ctx context.Context, p *harness.Process, timeout time.Duration, what string, cond func() error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
+	go func() {
 		select {
 		case <-p.Done():
-			return fmt.Errorf("node: waiting for %s: it exited (log %s):\n%s", what, p.LogPath(), p.LogTail())
+			cancel()
 		case <-ctx.Done():
-			return fmt.Errorf("node: %s: not within %s: %v (log %s):\n%s", what, timeout, err, p.LogPath(), p.LogTail())
-		case <-tick.C:
 		}
+	}()
+	err := harness.Poll(ctx, timeout, 200*time.Millisecond, "node: "+what, cond)
+	switch {
+	case err == nil:
+		return nil
+	case p.Exited():
+		return fmt.Errorf("node: waiting for %s: it exited (log %s):\n%s", what, p.LogPath(), p.LogTail())
 	}
+	return fmt.Errorf("%w (log %s):\n%s", err, p.LogPath(), p.LogTail())
 }
 
 // HostListings are the listings of the host taken, under the machine's

@@ -161,10 +161,7 @@ func run() error {
 // the syncer's status says so too, so what the welcome suggests (kubectl get
 // esync, the dashboard, the client's stats) agrees from the first look.
 func waitSettled(ctx context.Context, c *cluster.Cluster, app cluster.App) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	var last error
-	for {
+	err := harness.Poll(ctx, 3*time.Minute, 500*time.Millisecond, "the sample service settled", func() error {
 		v, err := c.Look(ctx, app)
 		if err == nil {
 			err = v.Settled(int(app.Replicas))
@@ -172,19 +169,15 @@ func waitSettled(ctx context.Context, c *cluster.Cluster, app cluster.App) error
 		if err == nil {
 			err = syncerSettled(ctx, c, app)
 		}
-		if err == nil {
-			return nil
-		}
-		last = err
-		select {
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.Canceled) {
-				return ctx.Err()
-			}
-			return fmt.Errorf("the sample service did not settle (logs in %s; pods: kubectl -n %s logs): %w", c.LogDir, app.Namespace, last)
-		case <-time.After(500 * time.Millisecond):
-		}
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(ctx.Err(), context.Canceled):
+		return ctx.Err()
 	}
+	return fmt.Errorf("%w (logs in %s; pods: kubectl -n %s logs)", err, c.LogDir, app.Namespace)
 }
 
 // syncerSettled reports whether the sample's EurekaSyncer status counts
