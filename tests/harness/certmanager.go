@@ -58,7 +58,7 @@ type CertManager struct {
 func StartCertManager(ctx context.Context, cp *ControlPlane, o CertManagerOptions) (*CertManager, error) {
 	var err error
 	if o.Binary == "" {
-		if o.Binary, err = buildArtifact("EUREKUBE_CERT_MANAGER", "tests/tools/certmanager/build.sh"); err != nil {
+		if o.Binary, err = BuildArtifact("EUREKUBE_CERT_MANAGER", "tests/tools/certmanager/build.sh"); err != nil {
 			return nil, fmt.Errorf("cert-manager: %w", err)
 		}
 	}
@@ -101,10 +101,10 @@ func StartCertManager(ctx context.Context, cp *ControlPlane, o CertManagerOption
 		"--certificate-request-minimum-backoff-duration=" + o.CertificateRequestBackoff.String(),
 		"--certificate-request-maximum-backoff-duration=" + (12 * o.CertificateRequestBackoff).String(),
 	}
-	if cm.Process, err = startProcess("cert-manager", o.Binary, args, nil, o.LogPath); err != nil {
+	if cm.Process, err = StartProcess("cert-manager", o.Binary, args, nil, o.LogPath); err != nil {
 		return nil, err
 	}
-	if err := cm.waitHTTP200(ctx, nil, cm.HealthURL()+"/readyz", o.StartTimeout); err != nil {
+	if err := cm.WaitHTTP200(ctx, nil, cm.HealthURL()+"/readyz", o.StartTimeout); err != nil {
 		return nil, err
 	}
 	return cm, nil

@@ -41,7 +41,7 @@ func (cp *ControlPlane) StartControllerManager(ctx context.Context, logPath stri
 		"--kube-api-qps=200", "--kube-api-burst=400",
 		"--concurrent-deployment-syncs=10", "--concurrent-replicaset-syncs=10",
 	}
-	p, err := startProcess("kube-controller-manager", bin, args, nil, logPath)
+	p, err := StartProcess("kube-controller-manager", bin, args, nil, logPath)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (cp *ControlPlane) StartControllerManager(ctx context.Context, logPath stri
 	insecure := &http.Client{Timeout: time.Second, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // loopback health check
 	}}
-	if err := p.waitHTTP200(ctx, insecure, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz", time.Minute); err != nil {
+	if err := p.WaitHTTP200(ctx, insecure, "https://127.0.0.1:"+strconv.Itoa(port)+"/healthz", time.Minute); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -75,7 +75,7 @@ func Scheme() *runtime.Scheme {
 // KUBEBUILDER_ASSETS, or else those tests/tools/envtest/build.sh builds
 // (cached after the first run), and installs the CRDs of manifests/crd/bases.
 func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlPlane, error) {
-	assets, err := buildArtifact("KUBEBUILDER_ASSETS", "tests/tools/envtest/build.sh")
+	assets, err := BuildArtifact("KUBEBUILDER_ASSETS", "tests/tools/envtest/build.sh")
 	if err != nil {
 		return nil, fmt.Errorf("control plane: %w", err)
 	}

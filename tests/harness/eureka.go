@@ -72,7 +72,7 @@ func StartEureka(ctx context.Context, opts EurekaOptions) (*Eureka, error) {
 	if _, err := exec.LookPath("java"); err != nil {
 		return nil, errors.New("eureka server: java not found on PATH: install a JDK 17+ (make deps does it)")
 	}
-	jar, err := buildArtifact("EUREKUBE_EUREKA_JAR", "tests/eureka-server/build.sh")
+	jar, err := BuildArtifact("EUREKUBE_EUREKA_JAR", "tests/eureka-server/build.sh")
 	if err != nil {
 		return nil, fmt.Errorf("eureka server: %w", err)
 	}

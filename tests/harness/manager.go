@@ -119,10 +119,10 @@ func StartManager(ctx context.Context, o ManagerOptions) (*Manager, error) {
 	}
 	args = append(args, o.ExtraArgs...)
 	env := []string{"KUBECONFIG=" + o.Kubeconfig, "POD_NAMESPACE=" + o.Namespace}
-	if m.Process, err = startProcess("manager", o.Binary, args, env, o.LogPath); err != nil {
+	if m.Process, err = StartProcess("manager", o.Binary, args, env, o.LogPath); err != nil {
 		return nil, err
 	}
-	if err := m.waitHTTP200(ctx, nil, m.HealthURL()+"/readyz", o.StartTimeout); err != nil {
+	if err := m.WaitHTTP200(ctx, nil, m.HealthURL()+"/readyz", o.StartTimeout); err != nil {
 		return nil, err
 	}
 	return m, nil

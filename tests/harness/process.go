@@ -20,9 +20,9 @@ type Process struct {
 	done    chan struct{}
 }
 
-// startProcess starts bin with args and env (added to this process's
+// StartProcess starts bin with args and env (added to this process's
 // environment), appending its output to logPath.
-func startProcess(name, bin string, args, env []string, logPath string) (*Process, error) {
+func StartProcess(name, bin string, args, env []string, logPath string) (*Process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -85,16 +85,16 @@ func (p *Process) Stop() error {
 	}
 }
 
-// logTail is the end of the process's output, for error messages.
-func (p *Process) logTail() string {
+// LogTail is the end of the process's output, for error messages.
+func (p *Process) LogTail() string {
 	data, _ := os.ReadFile(p.logPath)
 	return tail(string(data), 3000)
 }
 
-// waitHTTP200 waits until url answers 200 through c (nil: a plain client),
+// WaitHTTP200 waits until url answers 200 through c (nil: a plain client),
 // the process exits (an error with its log), or timeout (the process is
 // killed).
-func (p *Process) waitHTTP200(ctx context.Context, c *http.Client, url string, timeout time.Duration) error {
+func (p *Process) WaitHTTP200(ctx context.Context, c *http.Client, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if c == nil {
@@ -111,29 +111,11 @@ func (p *Process) waitHTTP200(ctx context.Context, c *http.Client, url string, t
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("%s exited during start-up (log %s):\n%s", p.name, p.logPath, p.logTail())
+			return fmt.Errorf("%s exited during start-up (log %s):\n%s", p.name, p.logPath, p.LogTail())
 		case <-ctx.Done():
 			p.Kill()
-			return fmt.Errorf("%s: %s did not answer 200 within %s (log %s):\n%s", p.name, url, timeout, p.logPath, p.logTail())
+			return fmt.Errorf("%s: %s did not answer 200 within %s (log %s):\n%s", p.name, url, timeout, p.logPath, p.LogTail())
 		case <-tick.C:
 		}
 	}
 }
-
-// StartProcess starts bin with args and env (added to this process's
-// environment), appending its output to logPath, in its own process group
-// and killed with the test binary: for harness parts in other packages
-// (tests/node).
-func StartProcess(name, bin string, args, env []string, logPath string) (*Process, error) {
-	return startProcess(name, bin, args, env, logPath)
-}
-
-// WaitHTTP200 waits until url answers 200 through c (nil: a plain client),
-// the process exits (an error with its log), or timeout (the process is
-// killed).
-func (p *Process) WaitHTTP200(ctx context.Context, c *http.Client, url string, timeout time.Duration) error {
-	return p.waitHTTP200(ctx, c, url, timeout)
-}
-
-// LogTail is the end of the process's output, for error messages.
-func (p *Process) LogTail() string { return p.logTail() }

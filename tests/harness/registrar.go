@@ -14,7 +14,7 @@ func StartRegistrar(bin string, env map[string]string, logPath string) (*Process
 		vars = append(vars, k+"="+v)
 	}
 	sort.Strings(vars)
-	p, err := startProcess("registrar", bin, nil, vars, logPath)
+	p, err := StartProcess("registrar", bin, nil, vars, logPath)
 	if err != nil {
 		return nil, fmt.Errorf("registrar %s: %w", env["EUREKUBE_POD_NAME"], err)
 	}

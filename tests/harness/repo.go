@@ -32,9 +32,9 @@ func RepoRoot() (string, error) {
 
 var buildMu sync.Mutex
 
-// buildArtifact returns env's value when set, else runs the repository
+// BuildArtifact returns env's value when set, else runs the repository
 // script that builds (or finds cached) the artifact and prints its path.
-func buildArtifact(env, script string) (string, error) {
+func BuildArtifact(env, script string) (string, error) {
 	if v := os.Getenv(env); v != "" {
 		return v, nil
 	}
@@ -91,8 +91,3 @@ func BuildBinary(pkg, dir string) (string, error) {
 	}
 	return out, nil
 }
-
-// BuildArtifact returns env's value when set, else runs the repository
-// script that builds (or finds cached) the artifact and prints its path,
-// such as tests/tools/envtest/build.sh for KUBEBUILDER_ASSETS.
-func BuildArtifact(env, script string) (string, error) { return buildArtifact(env, script) }

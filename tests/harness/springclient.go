@@ -69,7 +69,7 @@ func StartSpringClient(ctx context.Context, o SpringClientOptions) (*SpringClien
 	if o.StartTimeout == 0 {
 		o.StartTimeout = 90 * time.Second
 	}
-	jar, err := buildArtifact("EUREKUBE_SPRING_CLIENT_JAR", "tests/spring-client/build.sh")
+	jar, err := BuildArtifact("EUREKUBE_SPRING_CLIENT_JAR", "tests/spring-client/build.sh")
 	if err != nil {
 		return nil, fmt.Errorf("spring client: %w", err)
 	}
@@ -88,12 +88,12 @@ func StartSpringClient(ctx context.Context, o SpringClientOptions) (*SpringClien
 		"--eurekube.client.cache-seconds=" + strconv.Itoa(o.CacheSeconds),
 	}, o.Args...)
 	logPath := filepath.Join(o.LogDir, "spring-client-"+strconv.Itoa(port)+".log")
-	p, err := startProcess("spring client", "java", args, nil, logPath)
+	p, err := StartProcess("spring client", "java", args, nil, logPath)
 	if err != nil {
 		return nil, err
 	}
 	c := &SpringClient{Process: p, port: port}
-	if err := p.waitHTTP200(ctx, nil, c.StatsURL(), o.StartTimeout); err != nil {
+	if err := p.WaitHTTP200(ctx, nil, c.StatsURL(), o.StartTimeout); err != nil {
 		return nil, err
 	}
 	return c, nil
