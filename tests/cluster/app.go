@@ -145,7 +145,7 @@ func (c *Cluster) Look(ctx context.Context, a App) (View, error) {
 	}
 	v.Pods = pods.Items
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && podReady(&p) {
+		if p.DeletionTimestamp == nil && PodReady(&p) {
 			v.ReadyPods = append(v.ReadyPods, p.Name)
 		}
 	}
@@ -179,7 +179,8 @@ func (v View) Settled(replicas int) error {
 	return nil
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady says whether the kubelet reports p Ready.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue

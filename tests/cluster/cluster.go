@@ -12,6 +12,7 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/tests/harness"
@@ -43,10 +44,15 @@ type Cluster struct {
 	Node *node.Node
 	// ControlPlane is the node's API server as the harness parts see it.
 	ControlPlane *harness.ControlPlane
-	CertManager  *harness.CertManager
+	// Clientset reaches the node's API server where the typed client
+	// cannot: tokens, pod logs.
+	Clientset   *kubernetes.Clientset
+	CertManager *harness.CertManager
 	// Eureka listens on the node's address.
 	Eureka *harness.Eureka
 	LogDir string
+
+	scraper scraper
 }
 
 // StartT starts a cluster for a test (skipping it where no node can run)
@@ -109,6 +115,9 @@ func install(ctx context.Context, n *node.Node, o Options) (*Cluster, error) {
 	c := &Cluster{Node: n, LogDir: o.LogDir,
 		ControlPlane: &harness.ControlPlane{Config: n.Config, Client: n.Client, Scheme: harness.Scheme(), Kubeconfig: n.Kubeconfig}}
 	var err error
+	if c.Clientset, err = kubernetes.NewForConfig(n.Config); err != nil {
+		return nil, fmt.Errorf("clientset: %w", err)
+	}
 	if c.CertManager, err = harness.StartCertManager(ctx, c.ControlPlane, harness.CertManagerOptions{LogPath: filepath.Join(o.LogDir, "cert-manager.log")}); err != nil {
 		return nil, err
 	}

@@ -24,4 +24,11 @@
 // of 100 s (the README's drain paragraph). The no-drain control runs with the very
 // same client and shows failed calls, so it is the drain that protects the
 // callers.
+//
+// The manager's faults run here too (faults_test.go): a webhook replica
+// killed with SIGKILL during 500 creates and then every replica gone, and
+// over 1,000 malformed AdmissionReviews sent to a manager pod as the API
+// server reaches it. Their pods stay Pending (a node selector no node
+// matches): the faults are about admission, and 600 running pods would
+// only measure how fast two cores start containers.
 package cluster

@@ -13,11 +13,20 @@ import (
 // Metrics reads a Prometheus text endpoint into its samples, keyed by the
 // series as written: `name{label="value"}`, or the bare name.
 func Metrics(ctx context.Context, url string) (map[string]float64, error) {
+	return MetricsFrom(ctx, http.DefaultClient, url, "")
+}
+
+// MetricsFrom is Metrics through hc, sending token (when set) as a bearer
+// token, as Prometheus scrapes an endpoint that authorizes its callers.
+func MetricsFrom(ctx context.Context, hc *http.Client, url, token string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("metrics %s: %w", url, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("metrics %s: %w", url, err)
 	}
