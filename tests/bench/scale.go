@@ -99,7 +99,7 @@ func MeasureScale(ctx context.Context, o ScaleOptions, r *Results) error {
 	}
 	defer proxy.Close()
 	start := time.Now()
-	m, err := harness.StartManager(ctx, harness.ManagerOptions{
+	m, err := startManager(ctx, managerOptions{
 		Binary: o.ManagerBinary, Kubeconfig: cp.Kubeconfig, EurekaURLs: []string{proxy.URL()}, ClusterID: scaleClusterID,
 		ResyncPeriod: o.ResyncPeriod, CertDir: certDir, LogPath: filepath.Join(dir, "manager.log"),
 	})
@@ -280,7 +280,7 @@ func injectedReadyPod(ctx context.Context, k8s client.Client, c *eureka.Client, 
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{
 			{Name: "app", Image: "registry.example/app:1", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: scalePort}}},
-			{Name: v1alpha1.RegistrarContainerName, Image: harness.SandboxRegistrarImage},
+			{Name: v1alpha1.RegistrarContainerName, Image: benchRegistrarImage},
 		}},
 	}
 	if err := k8s.Create(ctx, pod); err != nil {

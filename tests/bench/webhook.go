@@ -78,13 +78,13 @@ func MeasureWebhook(ctx context.Context, o WebhookOptions, r *Results) error {
 		return err
 	}
 	defer func() { _ = cp.Stop() }()
-	e, err := harness.StartEurekube(ctx, cp, harness.EurekubeOptions{
-		Replicas: 1, BinDir: o.WorkDir, Binary: o.ManagerBinary, EurekaURLs: []string{o.Eureka.URL()}, ClusterID: "bench-cluster", ResyncPeriod: 30 * time.Second,
+	m, ca, err := installManager(ctx, cp, o.WorkDir, managerOptions{
+		Binary: o.ManagerBinary, EurekaURLs: []string{o.Eureka.URL()}, ClusterID: "bench-cluster", ResyncPeriod: 30 * time.Second,
 	})
 	if err != nil {
 		return err
 	}
-	defer e.Stop()
+	defer func() { _ = m.Stop() }()
 	cs, err := unthrottledClientset(cp.Config)
 	if err != nil {
 		return err
@@ -96,14 +96,13 @@ func MeasureWebhook(ctx context.Context, o WebhookOptions, r *Results) error {
 	if err != nil {
 		return err
 	}
-	// The handler first: the creates' explanation uses its round trip
-	// through the Service.
+	// The handler first: the creates' explanation uses its round trip.
 	var handler Results
-	viaService, err := measureHandler(ctx, o, e, &handler)
+	roundTrip, err := measureHandler(ctx, o, m, ca.PEM, &handler)
 	if err != nil {
 		return err
 	}
-	if err := measureCreates(ctx, o, cs, mutated, viaService, r); err != nil {
+	if err := measureCreates(ctx, o, cs, mutated, roundTrip, r); err != nil {
 		return err
 	}
 	r.Figures = append(r.Figures, handler.Figures...)
@@ -195,7 +194,7 @@ type createArm struct {
 
 // measureCreates creates pods one at a time, rotating between the arms
 // (and which goes first), so all of them see the same machine.
-func measureCreates(ctx context.Context, o WebhookOptions, cs *kubernetes.Clientset, mutated *corev1.Pod, viaService Durations, r *Results) error {
+func measureCreates(ctx context.Context, o WebhookOptions, cs *kubernetes.Clientset, mutated *corev1.Pod, roundTrip Durations, r *Results) error {
 	with := &createArm{name: "with the webhook", pod: func() *corev1.Pod { return benchPod(injectedNamespace) }, wantInjected: true}
 	without := &createArm{name: "without", pod: func() *corev1.Pod { return benchPod(plainNamespace) }}
 	bigger := &createArm{name: "without, pod already injected", pod: func() *corev1.Pod { return preInjected(mutated) }, wantInjected: true}
@@ -222,7 +221,7 @@ func measureCreates(ctx context.Context, o WebhookOptions, cs *kubernetes.Client
 	n50, n99 := without.took.Percentile(50), without.took.Percentile(99)
 	b50, b99 := bigger.took.Percentile(50), bigger.took.Percentile(99)
 	o.Log.WithFields(logrus.Fields{"with_p50": w50, "with_p99": w99, "without_p50": n50, "without_p99": n99, "preinjected_p50": b50, "preinjected_p99": b99, "creates": o.Creates}).Info("pod creates")
-	method := fmt.Sprintf("%d pod creates in each of three arms, one at a time, rotating between the arms and which goes first, after %d warm-up creates each: a Spring Boot pod with a readinessProbe in a namespace labelled %s=enabled with a syncer selecting it (the webhook is called and injects), the same pod in an unlabelled namespace (the webhook is not called), and the webhook's output (the injected pod) created in the unlabelled namespace (no webhook call, same object). client-go without client-side rate limiting against the real kube-apiserver and etcd; the webhook is one manager replica behind the harness's Service (a loopback TCP balancer) over TLS.", o.Creates, webhookWarmup, v1alpha1.NamespaceInjectionLabel)
+	method := fmt.Sprintf("%d pod creates in each of three arms, one at a time, rotating between the arms and which goes first, after %d warm-up creates each: a Spring Boot pod with a readinessProbe in a namespace labelled %s=enabled with a syncer selecting it (the webhook is called and injects), the same pod in an unlabelled namespace (the webhook is not called), and the webhook's output (the injected pod) created in the unlabelled namespace (no webhook call, same object). client-go without client-side rate limiting against the real kube-apiserver and etcd; the API server calls one manager process on this machine over TLS.", o.Creates, webhookWarmup, v1alpha1.NamespaceInjectionLabel)
 	r.Add(Figure{
 		ID: "webhook.create_p50_with", Section: SectionWebhook, Name: "pod CREATE p50 with the webhook",
 		Value: ms(w50), Unit: "ms", Anchor: fmt.Sprintf("without: %s ms; the injected pod created without the webhook: %s ms", formatValue(ms(n50)), formatValue(ms(b50))), Method: method,
@@ -231,8 +230,8 @@ func measureCreates(ctx context.Context, o WebhookOptions, cs *kubernetes.Client
 		ID: "webhook.create_p99_with", Section: SectionWebhook, Name: "pod CREATE p99 with the webhook",
 		Value: ms(w99), Unit: "ms", Anchor: fmt.Sprintf("without: %s ms; the injected pod created without the webhook: %s ms (%d creates each)", formatValue(ms(n99)), formatValue(ms(b99)), o.Creates),
 	})
-	s50 := viaService.Percentile(50)
-	why := fmt.Sprintf("of the %s ms the webhook adds at p50, the bigger injected pod itself (a second container, env, probes) costs %s ms (the third arm), the HTTPS round trip to the handler through the Service %s ms (measured alone), and the remaining %s ms (by subtraction) is the API server's side of calling a webhook (encoding the AdmissionReview, decoding the answer, applying the JSON patch and validating the patched pod); the tail adds the contention of the API server, etcd, the manager and Eureka for two cores, which the without arm also sees (its p99 is %s ms against a %s ms p50)",
+	s50 := roundTrip.Percentile(50)
+	why := fmt.Sprintf("of the %s ms the webhook adds at p50, the bigger injected pod itself (a second container, env, probes) costs %s ms (the third arm), the HTTPS round trip to the handler %s ms (measured alone), and the remaining %s ms (by subtraction) is the API server's side of calling a webhook (encoding the AdmissionReview, decoding the answer, applying the JSON patch and validating the patched pod); the tail adds the contention of the API server, etcd, the manager and Eureka for two cores, which the without arm also sees (its p99 is %s ms against a %s ms p50)",
 		formatValue(ms(w50-n50)), formatValue(ms(b50-n50)), formatValue(ms(s50)), formatValue(ms(w50-n50-(b50-n50)-s50)), formatValue(ms(n99)), formatValue(ms(n50)))
 	r.Add(Figure{
 		ID: "webhook.create_p99_ratio", Section: SectionWebhook, Name: "pod CREATE p99, with ÷ without",
@@ -252,12 +251,11 @@ func measureCreates(ctx context.Context, o WebhookOptions, cs *kubernetes.Client
 // measureHandler posts real AdmissionReviews straight to one manager's
 // webhook server over HTTPS with keep-alive: first from one client for the
 // latency, then from HandlerClients for the throughput.
-// It returns the one-client round trips through the Service, as the API
-// server reaches the handler.
-func measureHandler(ctx context.Context, o WebhookOptions, e *harness.Eurekube, r *Results) (Durations, error) {
-	m := e.Managers[0]
+// It returns the one-client round trips, as the API server reaches the
+// handler.
+func measureHandler(ctx context.Context, o WebhookOptions, m *manager, caPEM []byte, r *Results) (Durations, error) {
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(e.CA.PEM) {
+	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, errors.New("handler: the CA bundle holds no certificate")
 	}
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
@@ -265,12 +263,12 @@ func measureHandler(ctx context.Context, o WebhookOptions, e *harness.Eurekube, 
 		MaxIdleConnsPerHost: o.HandlerClients,
 		IdleConnTimeout:     time.Minute,
 	}}
-	direct, viaService := "https://"+m.WebhookAddr()+webhook.Path, "https://"+e.Service.Addr()+webhook.Path
+	url := "https://" + m.WebhookAddr() + webhook.Path
 	body, err := admissionReview(benchPod(injectedNamespace))
 	if err != nil {
 		return nil, err
 	}
-	postTo := func(url string) (time.Duration, error) {
+	post := func() (time.Duration, error) {
 		start := time.Now()
 		resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
 		if err != nil {
@@ -284,7 +282,6 @@ func measureHandler(ctx context.Context, o WebhookOptions, e *harness.Eurekube, 
 		}
 		return d, nil
 	}
-	post := func() (time.Duration, error) { return postTo(direct) }
 	for range 200 { // warm-up: connections, caches, the JIT of the Go runtime's allocator
 		if _, err := post(); err != nil {
 			return nil, err
@@ -308,14 +305,6 @@ func measureHandler(ctx context.Context, o WebhookOptions, e *harness.Eurekube, 
 		return nil, err
 	}
 	singleHist := singleHist1.sub(singleHist0)
-	var service Durations
-	for range o.HandlerRequests {
-		d, err := postTo(viaService)
-		if err != nil {
-			return nil, err
-		}
-		service = append(service, d)
-	}
 	hist0, err := admissionHistogram(m.MetricsURL())
 	if err != nil {
 		return nil, err
@@ -344,8 +333,8 @@ func measureHandler(ctx context.Context, o WebhookOptions, e *harness.Eurekube, 
 	r.Add(Figure{
 		ID: "webhook.handler_p99", Section: SectionWebhook, Name: "handler p99, one client",
 		Value: ms(single.Percentile(99)), Unit: "ms", Target: Max(1),
-		Anchor: fmt.Sprintf("p50 %s ms; through the Service as the API server calls it: p50 %s ms, p99 %s ms; the webhook server alone (decode, handler, encode: controller_runtime_webhook_latency_seconds): %.1f %% within 1 ms, p99 ≤ %s ms; the handler's decision and mutation under the %d-client load below (eurekube_webhook_admission_duration_seconds): p99 ≤ %s ms",
-			formatValue(ms(single.Percentile(50))), formatValue(ms(service.Percentile(50))), formatValue(ms(service.Percentile(99))), 100*singleHist.within(0.001), formatValue(singleHist.quantile(0.99)*1000), o.HandlerClients, formatValue(serverP99*1000)),
+		Anchor: fmt.Sprintf("p50 %s ms; the webhook server alone (decode, handler, encode: controller_runtime_webhook_latency_seconds): %.1f %% within 1 ms, p99 ≤ %s ms; the handler's decision and mutation under the %d-client load below (eurekube_webhook_admission_duration_seconds): p99 ≤ %s ms",
+			formatValue(ms(single.Percentile(50))), 100*singleHist.within(0.001), formatValue(singleHist.quantile(0.99)*1000), o.HandlerClients, formatValue(serverP99*1000)),
 		Method:   fmt.Sprintf("%d sequential POSTs of a real AdmissionReview (the Spring Boot pod's CREATE in the labelled namespace, answered with a patch) straight to one manager's webhook server over HTTPS/1.1 with keep-alive, after 200 warm-up requests; the full round trip as the client sees it (TLS, HTTP, decode, decision from the manager's cache, mutation, JSON patch).", o.HandlerRequests),
 		IfMissed: handlerMissReason(singleHist),
 	})
@@ -356,7 +345,7 @@ func measureHandler(ctx context.Context, o WebhookOptions, e *harness.Eurekube, 
 			formatValue(ms(loaded.Percentile(99))), formatValue(ms(cpuPerReq)), formatValue(float64(time.Second)/float64(max(1, cpuPerReq)))),
 		Method: fmt.Sprintf("%d clients with keep-alive posting the same AdmissionReview for %s; the load generator runs on the same 2 cores as the manager (and the idle API server, etcd and Eureka), so the manager gets part of them; its CPU per request is from /proc/PID/stat.", o.HandlerClients, o.HandlerDuration),
 	})
-	return service, nil
+	return single, nil
 }
 
 // handlerMissReason explains a missed round-trip p99 from the handler's

@@ -47,7 +47,7 @@ type SpringStats struct {
 	Failed    int64  `json:"failed"`
 	LastError string `json:"lastError"`
 	// ByInstance counts successful calls by the body answered, which the
-	// pod runner's test app sets to its pod name.
+	// test app (tests/testapp) sets to its pod name.
 	ByInstance map[string]int64 `json:"byInstance"`
 }
 

@@ -1,0 +1,123 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/eurekube/eurekube/certs"
+	"github.com/eurekube/eurekube/tests/harness"
+)
+
+// The bench runs the manager binary as a process on this machine against a
+// bare control plane, not as a pod on the real node: its scale scenarios
+// hold 5,000 pods whose statuses it writes itself, which no two-core node
+// can run, and its figures are the manager's own (memory, CPU, requests)
+// without containerd and kube-proxy between. How users install it is
+// proved by tests/cluster.
+
+const (
+	// managerNamespace holds the manager's leader election Lease.
+	managerNamespace = "eurekube-system"
+	// benchRegistrarImage is what the manager injects; no bench pod runs.
+	benchRegistrarImage = "eurekube/registrar:bench"
+)
+
+// managerOptions are the manager flags the bench sets.
+type managerOptions struct {
+	Binary     string
+	Kubeconfig string
+	// CertDir holds the webhook's tls.crt and tls.key (certs.Bootstrap).
+	CertDir      string
+	EurekaURLs   []string
+	ClusterID    string
+	ResyncPeriod time.Duration
+	LogPath      string
+}
+
+// manager is a running cmd/manager process on 127.0.0.1 with plain-HTTP
+// metrics.
+type manager struct {
+	*harness.Process
+	webhookPort, metricsPort int
+}
+
+// startManager starts the manager and waits until /readyz passes (webhook
+// serving TLS, caches synced).
+func startManager(ctx context.Context, o managerOptions) (*manager, error) {
+	m := &manager{}
+	var healthPort int
+	for _, p := range []*int{&m.webhookPort, &m.metricsPort, &healthPort} {
+		var err error
+		if *p, err = harness.FreePort(); err != nil {
+			return nil, fmt.Errorf("manager: %w", err)
+		}
+	}
+	args := []string{
+		"--registrar-image=" + benchRegistrarImage,
+		"--cert-dir=" + o.CertDir,
+		"--webhook-host=127.0.0.1",
+		"--webhook-port=" + strconv.Itoa(m.webhookPort),
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(m.metricsPort),
+		"--metrics-secure=false",
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(healthPort),
+		"--resync-period=" + o.ResyncPeriod.String(),
+		"--leader-elect=false",
+		"--eureka-url=" + strings.Join(o.EurekaURLs, ","),
+		"--cluster-id=" + o.ClusterID,
+	}
+	env := []string{"KUBECONFIG=" + o.Kubeconfig, "POD_NAMESPACE=" + managerNamespace}
+	var err error
+	if m.Process, err = harness.StartProcess("manager", o.Binary, args, env, o.LogPath); err != nil {
+		return nil, err
+	}
+	readyz := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(healthPort)) + "/readyz"
+	if err := m.WaitHTTP200(ctx, nil, readyz, time.Minute); err != nil {
+		_ = m.Stop()
+		return nil, err
+	}
+	return m, nil
+}
+
+// WebhookAddr is the webhook server's host:port (TLS).
+func (m *manager) WebhookAddr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(m.webhookPort))
+}
+
+// MetricsURL is the Prometheus endpoint, plain HTTP.
+func (m *manager) MetricsURL() string {
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(m.metricsPort)) + "/metrics"
+}
+
+// installManager starts one manager on cp with a bootstrapped webhook
+// certificate and points Eurekube's webhook configuration (from manifests/)
+// straight at it. It returns the CA that signed the certificate.
+func installManager(ctx context.Context, cp *harness.ControlPlane, dir string, o managerOptions) (*manager, *certs.CA, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}
+	if err := cp.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, nil, fmt.Errorf("namespace %s: %w", managerNamespace, err)
+	}
+	o.CertDir = filepath.Join(dir, "certs")
+	ca, err := certs.Bootstrap(o.CertDir, certs.LocalHosts())
+	if err != nil {
+		return nil, nil, fmt.Errorf("webhook certificate: %w", err)
+	}
+	o.Kubeconfig, o.LogPath = cp.Kubeconfig, filepath.Join(dir, "manager.log")
+	m, err := startManager(ctx, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cp.InstallWebhook(ctx, harness.LocalWebhook{Port: m.webhookPort, CABundle: ca.PEM}); err != nil {
+		_ = m.Stop()
+		return nil, nil, err
+	}
+	return m, ca, nil
+}
