@@ -29,7 +29,10 @@ type HealthConfig struct {
 	SuccessThreshold int
 }
 
-// Config is everything the registrar needs, as the webhook resolves it.
+// Config is the registrar's settings: everything it needs, as the webhook
+// resolves it (Defaults, then the syncer, the pod and its annotations) and
+// renders it (Env), and as the registrar reads it back (ParseEnv). Its
+// environment variables are listed in env.go.
 type Config struct {
 	PodName      string
 	PodNamespace string
@@ -62,6 +65,13 @@ type Config struct {
 	LogLevel   string
 }
 
+// EnvVar is one variable of the registrar's environment. The webhook turns
+// it into a container's env entry; this package stays free of Kubernetes
+// types, so the registrar binary stays small.
+type EnvVar struct {
+	Name, Value string
+}
+
 // ConfigError names the setting that is wrong and what is allowed.
 type ConfigError struct {
 	Name    string // the environment variable
@@ -73,21 +83,65 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("%s=%q: %s", e.Name, e.Value, e.Allowed)
 }
 
-// LoadEnv reads a Config from the environment variables of env.go through
-// lookup (os.LookupEnv in the binary), applying defaults, and validates it.
-// The first bad value is returned as a *ConfigError.
-func LoadEnv(lookup func(string) (string, bool)) (Config, error) {
+// Defaults of the settings the webhook and the registrar share. The webhook
+// resolves a registrar's settings from them (Defaults), and ParseEnv fills an
+// unset variable with them, so a hand-run registrar and an injected one agree.
+const (
+	DefaultHealthPeriod     = 5 * time.Second
+	DefaultHealthTimeout    = time.Second
+	DefaultFailureThreshold = 3
+	DefaultSuccessThreshold = 1
+	DefaultRenewalInterval  = 30 * time.Second
+	DefaultLeaseDuration    = 90 * time.Second
+	DefaultRequestTimeout   = eureka.DefaultTimeout
+	DefaultRetryMax         = 30 * time.Second
+	// DefaultShutdownTimeout bounds the cancel on SIGTERM: one whole Eureka
+	// request (DefaultRequestTimeout), well inside the 30 s the kubelet
+	// leaves after the drain.
+	DefaultShutdownTimeout = 5 * time.Second
+	DefaultLogLevel        = "info"
+)
+
+// DefaultListenAddr is the registrar's health and metrics address.
+var DefaultListenAddr = ":" + strconv.Itoa(DefaultListenPort)
+
+// Defaults are the settings of a registrar for app on port that nothing
+// else configures: TCP health on the registered port, Eureka's lease, the
+// VIP addresses named after the app.
+func Defaults(app string, port int) Config {
+	vip := strings.ToLower(app)
+	return Config{
+		AppName: app, Port: port, VIPAddress: vip, SecureVIPAddress: vip,
+		Health: HealthConfig{Type: HealthTCP, Port: port, Period: DefaultHealthPeriod, Timeout: DefaultHealthTimeout,
+			FailureThreshold: DefaultFailureThreshold, SuccessThreshold: DefaultSuccessThreshold},
+		RenewalInterval: DefaultRenewalInterval,
+		LeaseDuration:   DefaultLeaseDuration,
+		RequestTimeout:  DefaultRequestTimeout,
+		RetryMax:        DefaultRetryMax,
+		ShutdownTimeout: DefaultShutdownTimeout,
+		ListenAddr:      DefaultListenAddr,
+		LogLevel:        DefaultLogLevel,
+	}
+}
+
+// ParseEnv reads a Config from the environment variables of env.go through
+// lookup (os.LookupEnv in the binary), fills what is unset from Defaults,
+// and validates it. The first bad value is returned as a *ConfigError.
+// ParseEnv(LookupIn(c.Env())) is c for every c that ParseEnv returns.
+func ParseEnv(lookup func(string) (string, bool)) (Config, error) {
 	p := envParser{lookup: lookup}
+	app, port := p.required(EnvAppName), p.port(EnvPort, true)
+	d := Defaults(app, port)
 	cfg := Config{
 		PodName:          p.required(EnvPodName),
 		PodNamespace:     p.required(EnvPodNamespace),
 		PodUID:           p.required(EnvPodUID),
 		PodIP:            p.required(EnvPodIP),
 		NodeName:         p.optional(EnvNodeName, ""),
-		AppName:          p.required(EnvAppName),
-		VIPAddress:       p.optional(EnvVIPAddress, ""),
-		SecureVIPAddress: p.optional(EnvSecureVIPAddress, ""),
-		Port:             p.port(EnvPort, true),
+		AppName:          app,
+		VIPAddress:       p.optional(EnvVIPAddress, d.VIPAddress),
+		SecureVIPAddress: p.optional(EnvSecureVIPAddress, d.SecureVIPAddress),
+		Port:             port,
 		SecurePort:       p.port(EnvSecurePort, false),
 		EurekaURLs:       p.urls(EnvEurekaURLs),
 		Username:         p.optional(EnvEurekaUsername, ""),
@@ -96,50 +150,129 @@ func LoadEnv(lookup func(string) (string, bool)) (Config, error) {
 		ClusterID:        p.optional(EnvClusterID, ""),
 		Syncer:           p.optional(EnvSyncer, ""),
 		Health: HealthConfig{
-			Type:             strings.ToLower(p.optional(EnvHealthType, HealthTCP)),
-			Scheme:           strings.ToLower(p.optional(EnvHealthScheme, "http")),
+			Type:             strings.ToLower(p.optional(EnvHealthType, d.Health.Type)),
+			Scheme:           strings.ToLower(p.optional(EnvHealthScheme, "")),
 			Path:             p.optional(EnvHealthPath, ""),
 			Port:             p.port(EnvHealthPort, false),
-			Period:           p.duration(EnvHealthPeriod, 5*time.Second),
-			Timeout:          p.duration(EnvHealthTimeout, time.Second),
-			FailureThreshold: p.count(EnvHealthFailureThreshold, 3),
-			SuccessThreshold: p.count(EnvHealthSuccessThreshold, 1),
+			Period:           p.duration(EnvHealthPeriod, d.Health.Period),
+			Timeout:          p.duration(EnvHealthTimeout, d.Health.Timeout),
+			FailureThreshold: p.count(EnvHealthFailureThreshold, d.Health.FailureThreshold),
+			SuccessThreshold: p.count(EnvHealthSuccessThreshold, d.Health.SuccessThreshold),
 		},
-		RenewalInterval: p.duration(EnvLeaseRenewalInterval, 30*time.Second),
-		LeaseDuration:   p.duration(EnvLeaseDuration, 90*time.Second),
-		RequestTimeout:  p.duration(EnvRequestTimeout, eureka.DefaultTimeout),
-		RetryMax:        p.duration(EnvRetryMax, 30*time.Second),
-		ShutdownTimeout: p.duration(EnvShutdownTimeout, 2*time.Second),
-		ListenAddr:      p.optional(EnvListenAddr, fmt.Sprintf(":%d", DefaultListenPort)),
-		LogLevel:        p.optional(EnvLogLevel, "info"),
+		RenewalInterval: p.duration(EnvLeaseRenewalInterval, d.RenewalInterval),
+		LeaseDuration:   p.duration(EnvLeaseDuration, d.LeaseDuration),
+		RequestTimeout:  p.duration(EnvRequestTimeout, d.RequestTimeout),
+		RetryMax:        p.duration(EnvRetryMax, d.RetryMax),
+		ShutdownTimeout: p.duration(EnvShutdownTimeout, d.ShutdownTimeout),
+		ListenAddr:      p.optional(EnvListenAddr, d.ListenAddr),
+		LogLevel:        p.optional(EnvLogLevel, d.LogLevel),
 	}
 	if p.err != nil {
 		return Config{}, p.err
 	}
-	cfg.applyDefaults()
+	if cfg.Health.Port == 0 {
+		cfg.Health.Port = cfg.Port
+	}
+	if cfg.Health.Type == HealthHTTP && cfg.Health.Scheme == "" {
+		cfg.Health.Scheme = "http"
+	}
 	return cfg, cfg.Validate()
 }
 
-func (c *Config) applyDefaults() {
-	if c.VIPAddress == "" {
-		c.VIPAddress = strings.ToLower(c.AppName)
+// Env renders c as the registrar's environment, in the order of env.go,
+// leaving out what is empty (zero): ParseEnv reads it back as c. The webhook
+// leaves the pod's identity and the credentials empty and adds them itself
+// as downward-API and secretKeyRef variables.
+func (c *Config) Env() []EnvVar {
+	env := make([]EnvVar, 0, 32)
+	add := func(name, value string) {
+		if value != "" {
+			env = append(env, EnvVar{Name: name, Value: value})
+		}
 	}
-	if c.SecureVIPAddress == "" {
-		c.SecureVIPAddress = strings.ToLower(c.AppName)
+	number := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.Itoa(n)
 	}
-	if c.Health.Port == 0 {
-		c.Health.Port = c.Port
+	duration := func(d time.Duration) string {
+		if d == 0 {
+			return ""
+		}
+		return d.String()
+	}
+	add(EnvPodName, c.PodName)
+	add(EnvPodNamespace, c.PodNamespace)
+	add(EnvPodUID, c.PodUID)
+	add(EnvPodIP, c.PodIP)
+	add(EnvNodeName, c.NodeName)
+	add(EnvAppName, c.AppName)
+	add(EnvVIPAddress, c.VIPAddress)
+	add(EnvPort, number(c.Port))
+	add(EnvSecurePort, number(c.SecurePort))
+	add(EnvSecureVIPAddress, c.SecureVIPAddress)
+	add(EnvEurekaURLs, strings.Join(c.EurekaURLs, ","))
+	add(EnvEurekaUsername, c.Username)
+	add(EnvEurekaPassword, c.Password)
+	if len(c.Metadata) > 0 {
+		raw, err := json.Marshal(c.Metadata)
+		if err != nil { // strings only: cannot happen
+			panic(fmt.Sprintf("encode metadata: %v", err))
+		}
+		add(EnvMetadata, string(raw))
+	}
+	add(EnvClusterID, c.ClusterID)
+	add(EnvSyncer, c.Syncer)
+	add(EnvHealthType, c.Health.Type)
+	add(EnvHealthScheme, c.Health.Scheme)
+	add(EnvHealthPath, c.Health.Path)
+	add(EnvHealthPort, number(c.Health.Port))
+	add(EnvHealthPeriod, duration(c.Health.Period))
+	add(EnvHealthTimeout, duration(c.Health.Timeout))
+	add(EnvHealthFailureThreshold, number(c.Health.FailureThreshold))
+	add(EnvHealthSuccessThreshold, number(c.Health.SuccessThreshold))
+	add(EnvLeaseRenewalInterval, duration(c.RenewalInterval))
+	add(EnvLeaseDuration, duration(c.LeaseDuration))
+	add(EnvRequestTimeout, duration(c.RequestTimeout))
+	add(EnvRetryMax, duration(c.RetryMax))
+	add(EnvShutdownTimeout, duration(c.ShutdownTimeout))
+	add(EnvLogLevel, c.LogLevel)
+	add(EnvListenAddr, c.ListenAddr)
+	return env
+}
+
+// Environ renders c for os/exec: NAME=value lines.
+func (c *Config) Environ() []string {
+	env := c.Env()
+	out := make([]string, len(env))
+	for i, e := range env {
+		out[i] = e.Name + "=" + e.Value
+	}
+	return out
+}
+
+// LookupIn looks names up in env, the way os.LookupEnv looks them up in the
+// process environment; the last of repeated names wins, as in a container.
+func LookupIn(env []EnvVar) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		for i := len(env) - 1; i >= 0; i-- {
+			if env[i].Name == name {
+				return env[i].Value, true
+			}
+		}
+		return "", false
 	}
 }
 
-// Validate checks the values that LoadEnv cannot check one by one.
+// Validate checks the values that ParseEnv cannot check one by one.
 func (c *Config) Validate() error {
 	switch {
 	case c.Health.Type != HealthHTTP && c.Health.Type != HealthTCP:
 		return &ConfigError{EnvHealthType, c.Health.Type, "want http or tcp"}
 	case c.Health.Type == HealthHTTP && !strings.HasPrefix(c.Health.Path, "/"):
 		return &ConfigError{EnvHealthPath, c.Health.Path, "an http health check needs a path starting with /"}
-	case c.Health.Scheme != "http" && c.Health.Scheme != "https":
+	case (c.Health.Type == HealthHTTP || c.Health.Scheme != "") && c.Health.Scheme != "http" && c.Health.Scheme != "https":
 		return &ConfigError{EnvHealthScheme, c.Health.Scheme, "want HTTP or HTTPS"}
 	case c.LeaseDuration <= c.RenewalInterval:
 		return &ConfigError{EnvLeaseDuration, c.LeaseDuration.String(), "must be longer than " + EnvLeaseRenewalInterval + " (" + c.RenewalInterval.String() + ")"}
@@ -149,7 +282,7 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// envParser reads variables and keeps the first error, so LoadEnv reads
+// envParser reads variables and keeps the first error, so ParseEnv reads
 // as a list of fields.
 type envParser struct {
 	lookup func(string) (string, bool)
@@ -254,6 +387,9 @@ func (p *envParser) metadata(name string) map[string]string {
 	var m map[string]string
 	if err := json.Unmarshal([]byte(v), &m); err != nil {
 		p.fail(name, v, "want a JSON object of string values, such as {\"zone\":\"a\"}")
+		return nil
+	}
+	if len(m) == 0 {
 		return nil
 	}
 	return m

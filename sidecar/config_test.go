@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,8 @@ func lookupFrom(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
 
-func TestLoadEnv_AppliesDefaults(t *testing.T) {
-	cfg, err := LoadEnv(lookupFrom(validEnv()))
+func TestParseEnv_AppliesDefaults(t *testing.T) {
+	cfg, err := ParseEnv(lookupFrom(validEnv()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func TestLoadEnv_AppliesDefaults(t *testing.T) {
 	}
 }
 
-func TestLoadEnv_RejectsBadValuesNamingTheVariable(t *testing.T) {
+func TestParseEnv_RejectsBadValuesNamingTheVariable(t *testing.T) {
 	for _, tc := range []struct{ env, value, allowed string }{
 		{EnvPort, "0", "1 to 65535"},
 		{EnvPort, "70000", "1 to 65535"},
@@ -50,7 +51,7 @@ func TestLoadEnv_RejectsBadValuesNamingTheVariable(t *testing.T) {
 		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
 			env := validEnv()
 			env[tc.env] = tc.value
-			_, err := LoadEnv(lookupFrom(env))
+			_, err := ParseEnv(lookupFrom(env))
 			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Name != tc.env || !strings.Contains(err.Error(), tc.allowed) {
 				t.Fatalf("err = %v, want a ConfigError naming %s and saying %q", err, tc.env, tc.allowed)
@@ -60,7 +61,7 @@ func TestLoadEnv_RejectsBadValuesNamingTheVariable(t *testing.T) {
 }
 
 func TestInstance_MarkersCannotBeForgedByUserMetadata(t *testing.T) {
-	cfg, err := LoadEnv(lookupFrom(validEnv()))
+	cfg, err := ParseEnv(lookupFrom(validEnv()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,4 +110,85 @@ func TestBackoff_NeverWaitsPastOneRenewalInterval(t *testing.T) {
 			t.Errorf("renewal %s, retry max %s: longest wait %s, want up to %s", tc.renewal, tc.retryMax, longest, limit)
 		}
 	}
+}
+
+func TestEnv_ParsesBackToTheSameConfig(t *testing.T) {
+	for name, env := range map[string]map[string]string{
+		"defaults": validEnv(),
+		"every variable": func() map[string]string {
+			env := validEnv()
+			for k, v := range map[string]string{
+				EnvNodeName: "node-1", EnvVIPAddress: "orders-vip", EnvSecureVIPAddress: "orders-secure", EnvSecurePort: "8443",
+				EnvEurekaUsername: "u", EnvEurekaPassword: "p:w", EnvHealthType: "HTTP", EnvHealthScheme: "HTTPS", EnvHealthPath: "/ready",
+				EnvHealthPort: "8081", EnvHealthPeriod: "10", EnvHealthTimeout: "500ms", EnvHealthFailureThreshold: "4",
+				EnvHealthSuccessThreshold: "2", EnvLeaseRenewalInterval: "5s", EnvLeaseDuration: "15s", EnvRequestTimeout: "1s",
+				EnvRetryMax: "2s", EnvShutdownTimeout: "3s", EnvListenAddr: "127.0.0.1:9999", EnvLogLevel: "debug",
+			} {
+				env[k] = v
+			}
+			return env
+		}(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := ParseEnv(lookupFrom(env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := ParseEnv(LookupIn(cfg.Env()))
+			if err != nil {
+				t.Fatalf("rendered %v: %v", cfg.Env(), err)
+			}
+			if !reflect.DeepEqual(again, cfg) {
+				t.Fatalf("parsed back %+v, want %+v", again, cfg)
+			}
+		})
+	}
+}
+
+func TestDefaults_AreWhatAnUnsetVariableMeans(t *testing.T) {
+	cfg, err := ParseEnv(lookupFrom(validEnv()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Defaults("Orders", 8080)
+	if cfg.Health != want.Health || cfg.VIPAddress != want.VIPAddress || cfg.SecureVIPAddress != want.SecureVIPAddress ||
+		cfg.RenewalInterval != want.RenewalInterval || cfg.LeaseDuration != want.LeaseDuration || cfg.RequestTimeout != want.RequestTimeout ||
+		cfg.RetryMax != want.RetryMax || cfg.ShutdownTimeout != want.ShutdownTimeout || cfg.ListenAddr != want.ListenAddr || cfg.LogLevel != want.LogLevel {
+		t.Fatalf("parsed %+v, want the defaults %+v", cfg, want)
+	}
+}
+
+// FuzzParseEnv feeds NAME=value lines: whatever ParseEnv accepts, Env
+// renders so that ParseEnv reads back the same Config.
+func FuzzParseEnv(f *testing.F) {
+	var seed strings.Builder
+	for k, v := range validEnv() {
+		seed.WriteString(k + "=" + v + "\n")
+	}
+	f.Add(seed.String())
+	f.Add(seed.String() + EnvHealthType + "=http\n" + EnvHealthPath + "=/x\n" + EnvHealthPeriod + "=7\n")
+	f.Add(seed.String() + EnvMetadata + "={}\n" + EnvEurekaURLs + "=http://a, ,https://b:1/x\n")
+	f.Fuzz(func(t *testing.T, lines string) {
+		env := map[string]string{}
+		for _, line := range strings.Split(lines, "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				env[k] = v
+			}
+		}
+		cfg, err := ParseEnv(lookupFrom(env))
+		if err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v is not a *ConfigError", err)
+			}
+			return
+		}
+		again, err := ParseEnv(LookupIn(cfg.Env()))
+		if err != nil {
+			t.Fatalf("rendered %q: %v", cfg.Env(), err)
+		}
+		if !reflect.DeepEqual(again, cfg) {
+			t.Fatalf("parsed back %+v, want %+v", again, cfg)
+		}
+	})
 }

@@ -1,9 +1,9 @@
 package sidecar
 
-// Environment variables of the registrar container. The webhook writes them
-// (webhook/mutate.go) and cmd/registrar reads them; this list is the whole
-// contract between the two. Durations are Go durations ("30s"); lists are
-// comma-separated.
+// Environment variables of the registrar container. The webhook renders them
+// with Config.Env and cmd/registrar reads them with ParseEnv (config.go);
+// this list is the whole contract between the two. Durations are Go
+// durations ("30s"); lists are comma-separated.
 const (
 	// From the downward API: the pod knows itself, the webhook never guesses.
 	EnvPodName      = "EUREKUBE_POD_NAME"      // fieldRef metadata.name
@@ -49,7 +49,7 @@ const (
 // DefaultListenPort is the registrar's health and metrics port.
 const DefaultListenPort = 9901
 
-// Tuning knobs with safe defaults; the webhook leaves them unset.
+// Tuning knobs that no syncer sets: the webhook renders their defaults.
 const (
 	// EnvRequestTimeout bounds one request to one Eureka server (default 5s).
 	EnvRequestTimeout = "EUREKUBE_REQUEST_TIMEOUT"

@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil {
 		return 2
 	}
-	cfg, err := sidecar.LoadEnv(lookup)
+	cfg, err := sidecar.ParseEnv(lookup)
 	if err != nil {
 		fmt.Fprintf(stderr, "registrar: bad configuration: %v\n", err)
 		return 2
