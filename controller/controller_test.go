@@ -318,6 +318,7 @@ func TestAdaptations_OneEventPerReasonStatusEntriesAndAGauge(t *testing.T) {
 }
 
 func TestOrphans_AnInstanceWhosePodIsGoneIsRemovedWithinOneResync(t *testing.T) {
+	needsServers(t)
 	for _, profile := range []string{harness.ProfileFast, harness.ProfileReal} {
 		t.Run(profile, func(t *testing.T) {
 			srv := server

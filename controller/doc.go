@@ -2,7 +2,10 @@
 // measures the selected pods (from the manager's cache) and this cluster's
 // instances of the syncer (from Eureka, which cannot be watched, so every
 // syncer is requeued each resync period), removes orphans, and writes the
-// status when something changed.
+// status when something changed. The syncers of one Eureka server set
+// (same URLs and credentials) share one read of its whole registry per
+// resync period, however many they are; a failed read is reported by every
+// one of them (EurekaReachable).
 //
 // Orphans are instances carrying this cluster's markers (managed-by,
 // cluster id, namespace, syncer) whose pod UID no longer exists: absent

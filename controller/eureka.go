@@ -18,22 +18,27 @@ import (
 	"github.com/eurekube/eurekube/eureka"
 )
 
-// clients keeps one eureka.Client per set of URLs and credentials, so
-// connections are reused across reconciles. A rotated password makes a new
-// client; the few old ones are left for the garbage of a restart.
+// clients keeps one registry cache (and its eureka.Client) per set of URLs
+// and credentials: the syncers of one Eureka server share its connections
+// and one read of its registry per resync, however many they are. A
+// rotated password makes a new cache; the few old ones are left for the
+// garbage of a restart.
 type clients struct {
 	reader   client.Reader // uncached: Secrets are never cached
 	defaults []string
 	timeout  time.Duration
+	// maxAge: the registry is read at most this often per server set.
+	maxAge   time.Duration
 	log      logrus.FieldLogger
 	observer eureka.Observer
 
 	mu    sync.Mutex
-	byKey map[[32]byte]*eureka.Client
+	byKey map[[32]byte]*eureka.RegistryCache
 }
 
-// forSyncer returns the client for a syncer's servers and credentials.
-func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eureka.Client, error) {
+// forSyncer returns the registry cache of a syncer's servers and
+// credentials.
+func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eureka.RegistryCache, error) {
 	urls := s.Spec.Eureka.ServiceURLs
 	if len(urls) == 0 {
 		urls = c.defaults
@@ -56,13 +61,14 @@ func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eur
 	key := sha256.Sum256([]byte(strings.Join(urls, "\n") + "\x00" + user + "\x00" + pass))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if cl, ok := c.byKey[key]; ok {
-		return cl, nil
+	if cache, ok := c.byKey[key]; ok {
+		return cache, nil
 	}
 	cl, err := eureka.New(eureka.Options{URLs: urls, Username: user, Password: pass, Timeout: c.timeout, Logger: c.log, Observer: c.observer})
 	if err != nil {
 		return nil, fmt.Errorf("client for Eureka at %v: %w", urls, err)
 	}
-	c.byKey[key] = cl
-	return cl, nil
+	cache := eureka.NewRegistryCache(cl, c.maxAge)
+	c.byKey[key] = cache
+	return cache, nil
 }

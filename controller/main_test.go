@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,8 +38,14 @@ var (
 )
 
 // TestMain starts a real API server, a real Eureka server (reached through
-// a fault proxy) and the reconciler in a manager, as cmd/manager runs it.
+// a fault proxy) and the reconciler in a manager, as cmd/manager runs it;
+// in -short mode (make unit) it starts nothing, the pure tests run and
+// the others skip (needsServers).
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run())
+	}
 	os.Exit(func() int {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -83,8 +90,19 @@ func TestMain(m *testing.M) {
 	}())
 }
 
+// needsServers skips t in -short mode, where TestMain starts no server.
+func needsServers(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipped in -short mode (make unit): needs a kube-apiserver, etcd and a Eureka server (a JVM)")
+	}
+}
+
+// newNamespace is where every test of the running reconciler starts, so
+// it also skips them in -short mode.
 func newNamespace(t testing.TB) string {
 	t.Helper()
+	needsServers(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "shop-"}}
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)

@@ -82,8 +82,8 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 		log:       o.Logger,
 		opts:      o,
 		clients: &clients{
-			reader: mgr.GetAPIReader(), defaults: o.DefaultEurekaURLs, timeout: o.EurekaTimeout,
-			log: o.Logger, observer: requestObserver{}, byKey: map[[32]byte]*eureka.Client{},
+			reader: mgr.GetAPIReader(), defaults: o.DefaultEurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
+			log: o.Logger, observer: requestObserver{}, byKey: map[[32]byte]*eureka.RegistryCache{},
 		},
 	}
 }
@@ -189,9 +189,10 @@ func (r *Reconciler) reportAdaptations(s *v1alpha1.EurekaSyncer, previous, curre
 }
 
 // observe reads the selected pods from the cache and this cluster's
-// instances of the syncer from Eureka. Only a failure to read the cache is
-// an error; Eureka's is recorded in the result. cl is nil when no client
-// could be built.
+// instances of the syncer from the registry of its Eureka servers, read at
+// most once per resync for all the syncers of those servers. Only a
+// failure to read the cache is an error; Eureka's is recorded in the
+// result. cl is nil when no client could be built.
 func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (observed, *eureka.Client, error) {
 	selector, err := metav1.LabelSelectorAsSelector(&s.Spec.Selector)
 	if err != nil {
@@ -215,16 +216,18 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		}
 		obs.registrarPods = podsRunningRegistrarOf(all.Items, s.Name)
 	}
-	cl, err := r.clients.forSyncer(ctx, s)
+	cache, err := r.clients.forSyncer(ctx, s)
 	if err != nil {
 		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaConfig
 		return obs, nil, nil
 	}
-	obs.instances, err = cl.InstancesWithMetadata(ctx, s.EffectiveAppName(), r.markers(s))
+	registry, err := cache.Registry(ctx)
 	if err != nil {
 		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaUnreachable
+		return obs, cache.Client(), nil
 	}
-	return obs, cl, nil
+	obs.instances = registry.InstancesWithMetadata(s.EffectiveAppName(), r.markers(s))
+	return obs, cache.Client(), nil
 }
 
 // markers select this cluster's instances of this syncer.

@@ -21,7 +21,7 @@ import (
 
 // Pure unit tests of the status computation, the pod counts and the orphan
 // suspects. (They share the package's test binary, whose TestMain starts
-// the real servers the acceptance tests need.)
+// the real servers the acceptance tests need, except in -short mode.)
 
 func syncerFixture(mutate ...func(*v1alpha1.EurekaSyncer)) *v1alpha1.EurekaSyncer {
 	s := &v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop", Generation: 3}}

@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,26 +18,44 @@ import (
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
-var server *harness.Eureka
+var (
+	serverOnce sync.Once
+	server     *harness.Eureka
+	serverErr  error
+)
 
+// TestMain stops the real Eureka server if a test started it.
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	var err error
-	server, err = harness.StartEureka(ctx, harness.EurekaOptions{Profile: harness.ProfileFast})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	_ = server.Stop()
+	if server != nil {
+		_ = server.Stop()
+	}
 	os.Exit(code)
+}
+
+// realServer starts a real Eureka server the first time a test needs one,
+// so that the tests that need only Go (go test -short, make unit) never
+// start the JVM: in -short mode the tests that need it are skipped.
+func realServer(t *testing.T) *harness.Eureka {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipped in -short mode (make unit): needs a Eureka server (a JVM)")
+	}
+	serverOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		server, serverErr = harness.StartEureka(ctx, harness.EurekaOptions{Profile: harness.ProfileFast})
+	})
+	if serverErr != nil {
+		t.Fatal(serverErr)
+	}
+	return server
 }
 
 func newClient(t *testing.T, urls ...string) *eureka.Client {
 	t.Helper()
 	if len(urls) == 0 {
-		urls = []string{server.URL()}
+		urls = []string{realServer(t).URL()}
 	}
 	c, err := eureka.New(eureka.Options{URLs: urls, Timeout: 2 * time.Second})
 	if err != nil {
@@ -211,7 +231,7 @@ func TestCancel_RemovesTheInstance(t *testing.T) {
 
 func TestFailover_FirstURLDeadSecondServes(t *testing.T) {
 	dead := closedPortURL(t)
-	c := newClient(t, dead, server.URL())
+	c := newClient(t, dead, realServer(t).URL())
 	inst := testInstance("failover-app", "pod-f")
 	if err := c.Register(ctx(t), inst); err != nil {
 		t.Fatalf("register with the first URL dead: %v", err)
@@ -230,7 +250,7 @@ func TestFailover_ServerAnswering500IsSkipped(t *testing.T) {
 		http.Error(w, "boom", http.StatusInternalServerError)
 	}))
 	defer broken.Close()
-	c := newClient(t, broken.URL+"/eureka", server.URL())
+	c := newClient(t, broken.URL+"/eureka", realServer(t).URL())
 	inst := testInstance("failover-app", "pod-500")
 	if err := c.Register(ctx(t), inst); err != nil {
 		t.Fatalf("register with the first server failing: %v", err)
@@ -257,7 +277,7 @@ func TestInstances_SpringClientReadsWhatItNeeds(t *testing.T) {
 	if err := c.Register(ctx(t), inst); err != nil {
 		t.Fatal(err)
 	}
-	instances, err := server.SpringRead("SPRING-APP")
+	instances, err := realServer(t).SpringRead("SPRING-APP")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +350,7 @@ func TestBadInput_ReturnsErrInvalidNeverExits(t *testing.T) {
 			}
 		})
 	}
-	c := newClient(t)
+	c := newClient(t, closedPortURL(t)) // nothing is sent
 	bad := testInstance("", "pod-x")
 	calls := map[string]error{
 		"register without app":  c.Register(ctx(t), bad),
@@ -379,7 +399,7 @@ func TestFailover_AHangingServerLeavesTheNextOneAShareOfAShortDeadline(t *testin
 	// The hanging server comes first, as when the server that answered last
 	// stops answering; the per-request timeout (2 s) is as long as the
 	// caller's whole budget, as with the registrar's cancel on shutdown.
-	c := newClient(t, hanging.URL+"/eureka", server.URL())
+	c := newClient(t, hanging.URL+"/eureka", realServer(t).URL())
 	budget, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := c.Cancel(budget, inst.App, inst.InstanceID); err != nil {
@@ -387,5 +407,36 @@ func TestFailover_AHangingServerLeavesTheNextOneAShareOfAShortDeadline(t *testin
 	}
 	if _, err := newClient(t).Instance(ctx(t), inst.App, inst.InstanceID); !errors.Is(err, eureka.ErrNotFound) {
 		t.Fatalf("instance after the cancel: %v, want ErrNotFound", err)
+	}
+}
+
+func TestApplications_ReadsEveryAppAsInstancesReadsEachOne(t *testing.T) {
+	c := newClient(t)
+	var registered []eureka.Instance
+	for _, inst := range []eureka.Instance{testInstance("whole-a", "pod-1"), testInstance("whole-a", "pod-2"), testInstance("whole-b", "pod-3")} {
+		if err := c.Register(ctx(t), inst); err != nil {
+			t.Fatal(err)
+		}
+		registered = append(registered, inst)
+	}
+	reg, err := c.Applications(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inst := range registered {
+		pod := map[string]string{eureka.MetaPod: inst.Metadata[eureka.MetaPod]}
+		want, err := c.InstancesWithMetadata(ctx(t), inst.App, pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := reg.InstancesWithMetadata(inst.App, pod)
+		if len(got) != 1 || len(want) != 1 {
+			t.Fatalf("%s: the registry lists %d, the app read %d; want 1 each", inst.InstanceID, len(got), len(want))
+		}
+		// Leases renew between the two reads; everything else is equal.
+		got[0].LastUpdated, want[0].LastUpdated = time.Time{}, time.Time{}
+		if !reflect.DeepEqual(got[0], want[0]) {
+			t.Errorf("%s: from the registry %+v, from the app %+v", inst.InstanceID, got[0], want[0])
+		}
 	}
 }

@@ -160,3 +160,26 @@ func fromFargoAll(fis []*fargo.Instance) ([]Instance, error) {
 	}
 	return out, nil
 }
+
+// decodeRegistry decodes GET /apps.
+func decodeRegistry(body []byte) (*Registry, error) {
+	var resp fargo.GetAppsResponseJson
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return nil, fmt.Errorf("decode applications: %w", err)
+	}
+	if resp.Response == nil {
+		return nil, fmt.Errorf("decode applications: no \"applications\" object")
+	}
+	var insts []Instance
+	for _, app := range resp.Response.Applications {
+		if app == nil {
+			continue
+		}
+		appInsts, err := fromFargoAll(app.Instances)
+		if err != nil {
+			return nil, fmt.Errorf("decode application %s: %w", app.Name, err)
+		}
+		insts = append(insts, appInsts...)
+	}
+	return newRegistry(insts, resp.Response.AppsHashcode), nil
+}

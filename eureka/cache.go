@@ -1,0 +1,83 @@
+package eureka
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// RegistryCache shares reads of one server set's registry among any number
+// of readers: it reads the registry at most once per MaxAge, and readers
+// that arrive while a read is under way wait for that read instead of
+// starting their own. A thousand syncers of one server thus cost one
+// request per resync, not a thousand. A failed read is shared the same
+// way, so every reader of the server sees the failure, and an outage costs
+// no more requests than steady state. It is safe for concurrent use.
+type RegistryCache struct {
+	client *Client
+	maxAge time.Duration
+	now    func() time.Time
+
+	flight singleflight.Group
+	mu     sync.Mutex
+	last   *registryRead // nil before the first read
+}
+
+// registryRead is the outcome of one read of the registry.
+type registryRead struct {
+	registry *Registry
+	err      error
+	at       time.Time // when it finished
+}
+
+// NewRegistryCache returns a cache reading through c at most once per
+// maxAge.
+func NewRegistryCache(c *Client, maxAge time.Duration) *RegistryCache {
+	return &RegistryCache{client: c, maxAge: maxAge, now: time.Now}
+}
+
+// Client is the client the cache reads through, for writes.
+func (rc *RegistryCache) Client() *Client { return rc.client }
+
+// Registry returns the registry as last read if that read finished less
+// than maxAge ago, its error included; otherwise it reads it, together
+// with every reader that asks meanwhile. ctx bounds only this caller's
+// wait: the read itself goes on for the others (each request bounded by
+// the client's timeout).
+func (rc *RegistryCache) Registry(ctx context.Context) (*Registry, error) {
+	if last := rc.fresh(); last != nil {
+		return last.registry, last.err
+	}
+	done := rc.flight.DoChan("registry", func() (any, error) {
+		// A read that finished between fresh() above and this flight
+		// starting serves this one too.
+		if last := rc.fresh(); last != nil {
+			return last, nil
+		}
+		reg, err := rc.client.Applications(context.WithoutCancel(ctx))
+		read := &registryRead{registry: reg, err: err, at: rc.now()}
+		rc.mu.Lock()
+		rc.last = read
+		rc.mu.Unlock()
+		return read, nil
+	})
+	select {
+	case res := <-done:
+		read := res.Val.(*registryRead)
+		return read.registry, read.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// fresh returns the last read if it is younger than maxAge.
+func (rc *RegistryCache) fresh() *registryRead {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.last != nil && rc.now().Sub(rc.last.at) < rc.maxAge {
+		return rc.last
+	}
+	return nil
+}
