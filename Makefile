@@ -68,24 +68,21 @@ envtest: ## Build kube-apiserver, etcd, kube-controller-manager and kubectl from
 eureka-server: ## Build the Spring Cloud Eureka server used by the tests (Maven, cached).
 	tests/eureka-server/build.sh
 
+.PHONY: unit
+unit: ## The tests that need nothing but Go (go test -short): seconds, no JVM, no API server, no root.
+	go test -short -count=1 ./...
+
 .PHONY: test
-# The registrar suite spends minutes waiting out a Eureka outage with the CPU
-# idle, so it runs beside the other packages rather than after them; its
-# output is printed when it ends.
-SLOW_TESTS := ./tests/registrar
+# tests/tools/testrun runs the end-to-end suite on the real node and the
+# registrar suite (both mostly waiting) from the start, beside lint and then
+# every other package, then the fuzz targets, and leaves no process behind
+# however the run ends.
 test: deps ## Install and build everything needed, then run every test.
-	@start=$$SECONDS; \
+	@start=$$(date +%s); \
 	$(ARTIFACTS); \
-	$(MAKE) --no-print-directory generate-check lint; \
-	slow_log=$$(mktemp); \
-	go test $(GO_TEST_FLAGS) $(SLOW_TESTS) >"$$slow_log" 2>&1 & slow=$$!; \
-	rc=0; \
-	go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v -x -F "$$(go list $(SLOW_TESTS))") || rc=$$?; \
-	wait $$slow || rc=$$?; \
-	cat "$$slow_log"; rm -f "$$slow_log"; \
-	if [ $$rc -ne 0 ]; then echo "make test: FAILED after $$((SECONDS - start))s"; exit $$rc; fi; \
-	$(MAKE) --no-print-directory fuzz; \
-	echo "make test: $$((SECONDS - start))s"
+	go build -o bin/testrun ./tests/tools/testrun; \
+	exec bin/testrun -since $$start -background ./tests/cluster,./tests/registrar \
+	  -before '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) $(GO_TEST_FLAGS)
 
 .PHONY: generate-check
 generate-check: generate ## Fail when generated files are out of date.
@@ -93,12 +90,7 @@ generate-check: generate ## Fail when generated files are out of date.
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each.
-	@for dir in $$(go list -f '{{.Dir}}' ./...); do \
-	  for f in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' "$$dir"/*_test.go 2>/dev/null); do \
-	    echo "fuzz $$dir $$f ($(FUZZTIME))"; \
-	    go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) "$$dir"; \
-	  done; \
-	done
+	go run ./tests/tools/testrun -fuzz-only -fuzztime $(FUZZTIME)
 
 .PHONY: bench
 bench: deps ## Measure Eurekube beside what it is compared with: bench/results.json and bench/REPORT.md (BENCH_QUICK=1: minutes, for development).

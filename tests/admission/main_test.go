@@ -49,6 +49,7 @@ var suite struct {
 }
 
 func TestMain(m *testing.M) {
+	harness.SkipSuiteWhenShort("a kube-apiserver and etcd")
 	code, err := runSuite(m)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "admission suite: %v\n", err)

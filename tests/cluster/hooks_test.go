@@ -73,6 +73,9 @@ func TestRollingUpdate_EveryPreStopKindNoCallFails(t *testing.T) {
 		}, reports: true},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
+			// Two at a time (go test's -parallel is GOMAXPROCS): each
+			// in its own namespace, each with its own client.
+			t.Parallel()
 			ctx := context.Background()
 			app := cluster.App{Namespace: "hooks-" + tc.kind, Name: "hook" + tc.kind, Replicas: 2,
 				DrainSeconds: ptr.To[int32](drainSeconds), PreStop: tc.hook}

@@ -4,19 +4,28 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/eurekube/eurekube/tests/cluster"
+	"github.com/eurekube/eurekube/tests/harness"
+	"github.com/eurekube/eurekube/tests/node"
 )
 
 // One cluster for the suite: a node per machine, and starting one (node,
 // cert-manager, Eureka, the manager's pods) is the slow part.
 var c *cluster.Cluster
 
+// TestMain starts the cluster, runs the suite, and fails it unless the
+// teardown left the host exactly as it found it (processes, mounts,
+// interfaces, routes, iptables rules, cgroups, sysctls, paths), having
+// first checked that the listing sees what a running node changes, so that
+// an empty difference means something.
 func TestMain(m *testing.M) {
-	if os.Geteuid() != 0 {
-		fmt.Println("skipped: the real node needs root (it mounts, creates interfaces and iptables rules, and runs containerd)")
+	harness.SkipSuiteWhenShort("a real node, cert-manager and a Eureka server")
+	if reason := node.Unavailable(node.Options{}); reason != "" {
+		fmt.Println("skipped: " + reason)
 		os.Exit(0)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -27,12 +36,37 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "start the cluster:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	if err := c.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stop the cluster:", err)
-		if code == 0 {
-			code = 1
+	before, _ := c.Node.HostListings()
+	var problems []string
+	during := before.Diff(node.ListHost(node.Options{}))
+	for _, want := range []string{"processes", "mounts", "interfaces: " + node.BridgeName, "interfaces: " + node.DummyName, "routes", "rules", "cgroups", "sysctls", "paths"} {
+		if !containsPrefix(during, "+ "+want) {
+			problems = append(problems, "the listing of the running node shows no new "+want)
 		}
 	}
+	code := m.Run()
+	start := time.Now()
+	if err := c.Stop(); err != nil {
+		problems = append(problems, fmt.Sprint("stop the cluster: ", err))
+	}
+	fmt.Printf("cluster torn down in %s\n", time.Since(start).Round(time.Millisecond))
+	if _, after := c.Node.HostListings(); after != nil {
+		if diff := before.Diff(after); len(diff) > 0 {
+			problems = append(problems, fmt.Sprintf("the node left the host changed:\n%s\nhost before the node:\n%s", strings.Join(diff, "\n"), before))
+		}
+	}
+	if len(problems) > 0 {
+		fmt.Fprintln(os.Stderr, "FAIL:", strings.Join(problems, "\n"))
+		code = 1
+	}
 	os.Exit(code)
+}
+
+func containsPrefix(lines []string, prefix string) bool {
+	for _, line := range lines {
+		if strings.HasPrefix(line, prefix) {
+			return true
+		}
+	}
+	return false
 }

@@ -12,6 +12,7 @@ import (
 var registrarBin string
 
 func TestMain(m *testing.M) {
+	harness.SkipSuiteWhenShort("a Eureka server and 200 registrar processes")
 	os.Exit(func() int {
 		dir, err := os.MkdirTemp("", "eurekube-faults-")
 		if err != nil {

@@ -128,6 +128,7 @@ func (cp *ControlPlane) init(ctx context.Context, opts ControlPlaneOptions) erro
 // test ends.
 func ControlPlaneT(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
 	t.Helper()
+	SkipWhenShort(t, "a kube-apiserver and etcd")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cp, err := StartControlPlane(ctx, opts)

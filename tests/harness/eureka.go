@@ -100,6 +100,7 @@ func StartEureka(ctx context.Context, opts EurekaOptions) (*Eureka, error) {
 // EurekaT starts a server for a test and stops it when the test ends.
 func EurekaT(t testing.TB, opts EurekaOptions) *Eureka {
 	t.Helper()
+	SkipWhenShort(t, "a Eureka server (a JVM)")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	e, err := StartEureka(ctx, opts)

@@ -47,6 +47,7 @@ var built = sync.OnceValues(func() (string, error) {
 })
 
 func TestMain(m *testing.M) {
+	harness.SkipSuiteWhenShort("the four static binaries built and written into image archives")
 	code := m.Run()
 	if dir, err := built(); err == nil {
 		os.RemoveAll(dir)

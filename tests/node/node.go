@@ -151,6 +151,7 @@ type ports struct {
 // tears it down when the test ends.
 func StartT(t testing.TB, opts Options) *Node {
 	t.Helper()
+	harness.SkipWhenShort(t, "a real node")
 	if reason := Unavailable(opts); reason != "" {
 		t.Skip("skipped: " + reason)
 	}

@@ -1,0 +1,367 @@
+// Command testrun runs the Go tests of `make test` and leaves nothing
+// running behind them, however they end.
+//
+// The packages named by -background each run as their own go test from
+// the start (the end-to-end suite on the real node and the registrar
+// suite spend most of their minutes waiting, not computing); meanwhile it
+// runs the -before command (lint), then every other package, then the fuzz
+// targets; it prints each background suite's output when it ends, and
+// says how long the whole run took.
+//
+// Everything the tests start descends from it: it is the child subreaper
+// of its process tree, so a process orphaned by a test binary that died (an
+// envtest kube-apiserver or etcd, a Eureka JVM) is reparented to it rather
+// than to init. When the tests end, and on SIGINT, SIGTERM or SIGHUP, it
+// interrupts every descendant (the node's suites tear the node down on
+// SIGINT), waits for them, and kills what is still there. Every
+// descendant carries EUREKUBE_TESTRUN in its environment, so a run killed
+// with SIGKILL, which can clean nothing, is cleaned by the next one.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// runEnv marks the processes of a run: "<pid of testrun>".
+const runEnv = "EUREKUBE_TESTRUN"
+
+func main() {
+	background := flag.String("background", "", "comma-separated packages, each run by its own go test from the start, beside the others")
+	before := flag.String("before", "", "a shell command run before the other packages' tests (while the background ones run)")
+	fuzzTime := flag.String("fuzztime", "10s", "how long each fuzz target runs")
+	grace := flag.Duration("grace", 90*time.Second, "how long interrupted tests may take to clean up before they are killed")
+	fuzzOnly := flag.Bool("fuzz-only", false, "run only the fuzz targets")
+	since := flag.Int64("since", 0, "Unix time the whole run began (builds and lint before this command), for the time it reports")
+	flag.Parse()
+	goTestFlags := flag.Args()
+
+	start := time.Now()
+	if *since > 0 {
+		start = time.Unix(*since, 0)
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		fail(start, fmt.Errorf("become the child subreaper: %w", err))
+	}
+	if left := leftovers(); len(left) > 0 {
+		fmt.Printf("testrun: stopping %d processes a killed earlier run left: %s\n", len(left), describe(left))
+		stopAll(left, 10*time.Second)
+	}
+	if err := os.Setenv(runEnv, strconv.Itoa(os.Getpid())); err != nil {
+		fail(start, err)
+	}
+
+	ctx, interrupt := context.WithCancelCause(context.Background())
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		// The go command waits for its test binary, which a signal to
+		// this process alone would not reach: interrupt the whole tree.
+		sig := <-signals
+		interrupt(fmt.Errorf("interrupted by %v", sig))
+		fmt.Printf("testrun: %v; stopping the tests\n", sig)
+		stopAll(descendants(), *grace)
+	}()
+	var err error
+	if *fuzzOnly {
+		err = fuzz(ctx, *fuzzTime)
+	} else {
+		err = run(ctx, splitList(*background), *before, goTestFlags, *fuzzTime)
+	}
+	signal.Stop(signals)
+	if ctx.Err() != nil {
+		err = errors.Join(err, context.Cause(ctx))
+	}
+	cleanUp(*grace)
+	if err != nil {
+		fail(start, err)
+	}
+	fmt.Printf("testrun: passed in %ds\n", int(time.Since(start).Seconds()))
+}
+
+func fail(start time.Time, err error) {
+	fmt.Fprintf(os.Stderr, "testrun: FAILED after %ds: %v\n", int(time.Since(start).Seconds()), err)
+	os.Exit(1)
+}
+
+// run runs the tests, then the fuzz targets when they passed.
+func run(ctx context.Context, background []string, before string, goTestFlags []string, fuzzTime string) error {
+	all, err := goList(ctx, "./...")
+	if err != nil {
+		return err
+	}
+	type job struct {
+		pkgs []string
+		out  bytes.Buffer
+		done chan error
+	}
+	var jobs []*job
+	for _, pattern := range background {
+		pkgs, err := goList(ctx, pattern)
+		if err != nil {
+			return err
+		}
+		all = slices.DeleteFunc(all, func(p string) bool { return slices.Contains(pkgs, p) })
+		j := &job{pkgs: pkgs, done: make(chan error, 1)}
+		cmd := goCmd(ctx, append(append([]string{"test"}, goTestFlags...), pkgs...)...)
+		cmd.Stdout, cmd.Stderr = &j.out, &j.out
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("go test %s: %w", strings.Join(pkgs, " "), err)
+		}
+		go func() { j.done <- cmd.Wait() }()
+		jobs = append(jobs, j)
+	}
+	var errs []error
+	if before != "" {
+		cmd := exec.CommandContext(ctx, "bash", "-c", before)
+		cmd.Cancel = func() error { return nil }
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", before, err))
+		}
+	}
+	if len(errs) == 0 {
+		cmd := goCmd(ctx, append(append([]string{"test"}, goTestFlags...), all...)...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			errs = append(errs, fmt.Errorf("go test: %w", err))
+		} else if err := fuzz(ctx, fuzzTime); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, j := range jobs {
+		if len(errs) > 0 && ctx.Err() == nil {
+			// Nothing can pass any more: stop the background suites
+			// the way an interrupt does, so they clean up.
+			for _, pid := range descendants() {
+				_ = syscall.Kill(pid, syscall.SIGINT)
+			}
+		}
+		err := <-j.done
+		os.Stdout.Write(j.out.Bytes())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("go test %s: %w", strings.Join(j.pkgs, " "), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// goCmd is a go command started unless ctx has ended. An interrupt does
+// not kill it: the whole tree is interrupted instead (see main), and it
+// ends once its test binary has cleaned up.
+func goCmd(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Cancel = func() error { return nil }
+	return cmd
+}
+
+func goList(ctx context.Context, pattern string) ([]string, error) {
+	out, err := exec.CommandContext(ctx, "go", "list", pattern).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list %s: %w", pattern, err)
+	}
+	return strings.Fields(string(out)), nil
+}
+
+var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz[A-Za-z0-9_]*)\(`)
+
+// fuzz runs every fuzz target of the module for fuzzTime.
+func fuzz(ctx context.Context, fuzzTime string) error {
+	out, err := exec.CommandContext(ctx, "go", "list", "-f", "{{.Dir}}", "./...").Output()
+	if err != nil {
+		return fmt.Errorf("go list: %w", err)
+	}
+	for _, dir := range strings.Fields(string(out)) {
+		files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				return err
+			}
+			for _, m := range fuzzFunc.FindAllSubmatch(src, -1) {
+				target := string(m[1])
+				fmt.Printf("fuzz %s %s (%s)\n", dir, target, fuzzTime)
+				cmd := goCmd(ctx, "test", "-run", "^$", "-fuzz", "^"+target+"$", "-fuzztime", fuzzTime, dir)
+				cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+				if err := cmd.Run(); err != nil {
+					return fmt.Errorf("fuzz %s: %w", target, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// cleanUp interrupts every process left below this one, waits up to grace
+// for them to end, and kills the rest.
+func cleanUp(grace time.Duration) {
+	left := descendants()
+	if len(left) == 0 {
+		return
+	}
+	fmt.Printf("testrun: stopping %d processes the tests left: %s\n", len(left), describe(left))
+	stopAll(left, grace)
+	reap()
+}
+
+// stopAll sends SIGINT to pids, waits up to grace, then SIGKILLs what is
+// left. It does not reap: exec.Cmd.Wait must still see its own children.
+func stopAll(pids []int, grace time.Duration) {
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGINT)
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) && slices.ContainsFunc(pids, alive) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, pid := range pids {
+		if alive(pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// reap collects the exit status of any child that ended (orphans that
+// were reparented here included), once no exec.Cmd waits any more.
+func reap() {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
+}
+
+// alive says whether pid is a process that has not ended (zombies have).
+func alive(pid int) bool {
+	state, _, ok := stat(pid)
+	return ok && state != "Z"
+}
+
+// stat is the state letter and parent of pid from /proc/PID/stat.
+func stat(pid int) (state string, ppid int, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, false
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	rest := string(data[bytes.LastIndexByte(data, ')')+2:])
+	fields := strings.Fields(rest)
+	if len(fields) < 2 {
+		return "", 0, false
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	return fields[0], ppid, err == nil
+}
+
+// pids lists every process on the machine.
+func pids() []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// descendants are the living processes below this one.
+func descendants() []int {
+	parent := map[int]int{}
+	for _, pid := range pids() {
+		if state, ppid, ok := stat(pid); ok && state != "Z" {
+			parent[pid] = ppid
+		}
+	}
+	me := os.Getpid()
+	var out []int
+	for pid := range parent {
+		for p := parent[pid]; p > 1; p = parent[p] {
+			if p == me {
+				out = append(out, pid)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// leftovers are the living processes of earlier runs whose testrun is
+// gone.
+func leftovers() []int {
+	var out []int
+	for _, pid := range pids() {
+		run, ok := environ(pid, runEnv)
+		if !ok || pid == os.Getpid() {
+			continue
+		}
+		if owner, err := strconv.Atoi(run); err == nil && owner != os.Getpid() && !alive(owner) && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// environ reads one variable of pid's initial environment.
+func environ(pid int, name string) (string, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return "", false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), len(data)+1)
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.IndexByte(data, 0); i >= 0 {
+			return i + 1, data[:i], nil
+		}
+		if atEOF && len(data) > 0 {
+			return len(data), data, nil
+		}
+		return 0, nil, nil
+	})
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// describe names pids by their command, for the log.
+func describe(pids []int) string {
+	names := make([]string, 0, len(pids))
+	for _, pid := range pids {
+		comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		names = append(names, fmt.Sprintf("%s[%d]", strings.TrimSpace(string(comm)), pid))
+	}
+	return strings.Join(names, " ")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
