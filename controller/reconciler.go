@@ -221,13 +221,28 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaConfig
 		return obs, nil, nil
 	}
+	if obs.instances, err = r.instances(ctx, s, cache); err != nil {
+		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaUnreachable
+	}
+	return obs, cache.Client(), nil
+}
+
+// instances lists this cluster's instances of the syncer. A live syncer
+// reads them from the registry read shared by every syncer of its servers,
+// at most a resync period old: its status follows within a resync, and an
+// orphan it misses is collected at the next. A deleted syncer reads its
+// app now, as the release of its finalizer rests on finding no instance
+// and cannot be undone: the shared read may predate an instance
+// registered since, which would be left in Eureka for good.
+func (r *Reconciler) instances(ctx context.Context, s *v1alpha1.EurekaSyncer, cache *eureka.RegistryCache) ([]eureka.Instance, error) {
+	if !s.DeletionTimestamp.IsZero() {
+		return cache.Client().InstancesWithMetadata(ctx, s.EffectiveAppName(), r.markers(s))
+	}
 	registry, err := cache.Registry(ctx)
 	if err != nil {
-		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaUnreachable
-		return obs, cache.Client(), nil
+		return nil, err
 	}
-	obs.instances = registry.InstancesWithMetadata(s.EffectiveAppName(), r.markers(s))
-	return obs, cache.Client(), nil
+	return registry.InstancesWithMetadata(s.EffectiveAppName(), r.markers(s)), nil
 }
 
 // markers select this cluster's instances of this syncer.
