@@ -69,7 +69,17 @@ func SizesFor(quick bool) Sizes {
 	return Sizes{
 		Creates: 2000, HandlerRequests: 3000, HandlerDuration: 15 * time.Second, HandlerClients: 8,
 		RegistrarSamples: 20, RegistrarWindow: 3 * time.Minute,
-		Scale:        []Scenario{{Name: "100 syncers × 50 pods", Namespaces: 10, SyncersPerNamespace: 10, PodsPerSyncer: 50}, {Name: "1 syncer × 5,000 pods", Namespaces: 1, SyncersPerNamespace: 1, PodsPerSyncer: 5000, Target: true}},
+		Scale: []Scenario{
+			{Name: "100 syncers × 50 pods", Namespaces: 10, SyncersPerNamespace: 10, PodsPerSyncer: 50},
+			{Name: "1 syncer × 5,000 pods", Namespaces: 1, SyncersPerNamespace: 1, PodsPerSyncer: 5000,
+				Targets: &ScaleTargets{TimeToRightSeconds: 10, PeakRSSMiB: 150}},
+			// Issue 17: the reconciler's cost independent of the number of
+			// syncers. Before: one read of its app per syncer per resync.
+			{Name: "1,000 syncers × 20 pods", Namespaces: 50, SyncersPerNamespace: 20, PodsPerSyncer: 20,
+				Targets: &ScaleTargets{TimeToRightSeconds: 10, PeakRSSMiB: 300, RequestsPerResync: 2},
+				Before: &ScaleBefore{When: "one read of its app per syncer, measured by this phase in the week of issue 17",
+					TimeToRightSeconds: 23.8, PeakRSSMiB: 247, RequestsPerResync: 1001, MiBPerResync: 21.3}},
+		},
 		ResyncPeriod: 10 * time.Second, ResyncsCounted: 6,
 	}
 }
