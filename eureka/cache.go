@@ -2,6 +2,7 @@ package eureka
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -23,7 +24,24 @@ type RegistryCache struct {
 	flight singleflight.Group
 	mu     sync.Mutex
 	last   *registryRead // nil before the first read
+	// good is the last registry read, and when; only the flight in
+	// progress changes them.
+	good              *Registry
+	goodAt, lastWhole time.Time
 }
+
+// Deltas: a read applies the server's recent changes to the last registry
+// read (one small answer) instead of reading the whole registry again,
+// when that registry is recent enough for the server to still hold every
+// change since. Eureka keeps three minutes of changes and may answer from
+// a response cache up to 30 s old, so deltas are used up to 90 s after the
+// last good read. The whole registry is read again at least every
+// wholeEvery, so that no change the apps__hashcode check cannot see (it
+// counts instances per status) outlives it.
+const (
+	deltaWithin = 90 * time.Second
+	wholeEvery  = 5 * time.Minute
+)
 
 // registryRead is the outcome of one read of the registry.
 type registryRead struct {
@@ -56,7 +74,7 @@ func (rc *RegistryCache) Registry(ctx context.Context) (*Registry, error) {
 		if last := rc.fresh(); last != nil {
 			return last, nil
 		}
-		reg, err := rc.client.Applications(context.WithoutCancel(ctx))
+		reg, err := rc.read(context.WithoutCancel(ctx))
 		read := &registryRead{registry: reg, err: err, at: rc.now()}
 		rc.mu.Lock()
 		rc.last = read
@@ -80,4 +98,28 @@ func (rc *RegistryCache) fresh() *registryRead {
 		return rc.last
 	}
 	return nil
+}
+
+// read reads the registry: the changes since the last good read when they
+// can be had, else the whole of it. Only the flight calls it.
+func (rc *RegistryCache) read(ctx context.Context) (*Registry, error) {
+	now := rc.now()
+	if rc.good != nil && now.Sub(rc.goodAt) < deltaWithin && now.Sub(rc.lastWhole) < wholeEvery {
+		next, ok, err := rc.client.applyDelta(ctx, rc.good)
+		if errors.Is(err, ErrUnavailable) {
+			return nil, err
+		}
+		// A server that refuses deltas (eureka.server.disable-delta
+		// answers 403) is read whole.
+		if err == nil && ok {
+			rc.good, rc.goodAt = next, rc.now()
+			return next, nil
+		}
+	}
+	reg, err := rc.client.Applications(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rc.good, rc.goodAt, rc.lastWhole = reg, rc.now(), now
+	return reg, nil
 }

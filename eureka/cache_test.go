@@ -15,13 +15,14 @@ import (
 	"github.com/eurekube/eurekube/eureka"
 )
 
-// fakeRegistry serves GET /eureka/apps in the Spring server's JSON shape
-// and counts the reads; the cache's contract is about how many requests
-// reach a server, which the real one cannot count.
+// fakeRegistry serves GET /eureka/apps and /eureka/apps/delta in the
+// Spring server's JSON shape and counts the reads; the cache's contract is
+// about how many requests reach a server, which the real one cannot count.
 type fakeRegistry struct {
 	*httptest.Server
-	reads   atomic.Int64
-	failing atomic.Bool
+	wholeReads, deltaReads atomic.Int64
+	failing                atomic.Bool
+	whole, delta           atomic.Pointer[string]
 	// release, when set, holds every read until it is closed.
 	release chan struct{}
 }
@@ -29,13 +30,20 @@ type fakeRegistry struct {
 func newFakeRegistry(t *testing.T, apps map[string][]string) *fakeRegistry {
 	t.Helper()
 	f := &fakeRegistry{}
-	body := appsJSON(apps)
+	f.set(apps, nil)
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/eureka/apps" || r.Method != http.MethodGet {
+		var body string
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/eureka/apps":
+			f.wholeReads.Add(1)
+			body = *f.whole.Load()
+		case r.Method == http.MethodGet && r.URL.Path == "/eureka/apps/delta":
+			f.deltaReads.Add(1)
+			body = *f.delta.Load()
+		default:
 			http.NotFound(w, r)
 			return
 		}
-		f.reads.Add(1)
 		if f.release != nil {
 			<-f.release
 		}
@@ -52,25 +60,62 @@ func newFakeRegistry(t *testing.T, apps map[string][]string) *fakeRegistry {
 
 func (f *fakeRegistry) url() string { return f.URL + "/eureka" }
 
-// appsJSON renders apps (app → syncer of each instance) as GET /apps
-// answers.
-func appsJSON(apps map[string][]string) string {
+// set makes the registry apps (app → syncer of each instance, all UP), and
+// the delta changes (app → actionType of each instance, by index), with
+// the hashcode of apps.
+func (f *fakeRegistry) set(apps map[string][]string, changes map[string]map[int]string) {
+	whole := appsJSON(apps, nil)
+	f.whole.Store(&whole)
+	delta := appsJSON(apps, changes)
+	f.delta.Store(&delta)
+}
+
+// appsJSON renders apps as GET /apps answers, or, when changes is not nil,
+// as GET /apps/delta answers: only the changed instances, each with its
+// actionType.
+func appsJSON(apps map[string][]string, changes map[string]map[int]string) string {
 	var appParts []string
 	total := 0
-	for app, syncers := range apps {
+	names := map[string]bool{}
+	for app := range apps {
+		names[app] = true
+	}
+	for app := range changes {
+		names[app] = true // an app whose last instance was deleted
+	}
+	for app := range names {
+		syncers := apps[app]
 		var insts []string
-		for i, syncer := range syncers {
+		n := len(syncers)
+		for i := range changes[app] {
+			n = max(n, i+1) // a deleted instance is no longer in apps
+		}
+		for i := range n {
+			syncer := strings.ToLower(app)
+			if i < len(syncers) {
+				syncer = syncers[i]
+				total++
+			}
+			action := "ADDED"
+			if changes != nil {
+				if action = changes[app][i]; action == "" {
+					continue
+				}
+			}
 			insts = append(insts, fmt.Sprintf(`{"instanceId":"%[1]s-%[2]d:%[1]s:8080","hostName":"10.0.0.%[2]d","app":"%[3]s","ipAddr":"10.0.0.%[2]d",`+
 				`"status":"UP","overriddenStatus":"UNKNOWN","port":{"$":8080,"@enabled":"true"},"securePort":{"$":443,"@enabled":"false"},"countryId":1,`+
 				`"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},`+
 				`"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":90,"registrationTimestamp":1,"lastRenewalTimestamp":1,"evictionTimestamp":0,"serviceUpTimestamp":1},`+
-				`"metadata":{"eurekube.io/managed-by":"eurekube","eurekube.io/syncer":"%[4]s"},"vipAddress":"%[1]s","lastUpdatedTimestamp":"1","lastDirtyTimestamp":"1","actionType":"ADDED"}`,
-				strings.ToLower(app), i+1, app, syncer))
-			total++
+				`"metadata":{"eurekube.io/managed-by":"eurekube","eurekube.io/syncer":"%[4]s"},"vipAddress":"%[1]s","lastUpdatedTimestamp":"1","lastDirtyTimestamp":"1","actionType":"%[5]s"}`,
+				strings.ToLower(app), i+1, app, syncer, action))
 		}
 		appParts = append(appParts, fmt.Sprintf(`{"name":"%s","instance":[%s]}`, app, strings.Join(insts, ",")))
 	}
-	return fmt.Sprintf(`{"applications":{"versions__delta":"1","apps__hashcode":"UP_%d_","application":[%s]}}`, total, strings.Join(appParts, ","))
+	hashcode := ""
+	if total > 0 {
+		hashcode = fmt.Sprintf("UP_%d_", total)
+	}
+	return fmt.Sprintf(`{"applications":{"versions__delta":"1","apps__hashcode":"%s","application":[%s]}}`, hashcode, strings.Join(appParts, ","))
 }
 
 func newCache(t *testing.T, url string, maxAge time.Duration) *eureka.RegistryCache {
@@ -109,7 +154,7 @@ func TestRegistryCache_AThousandConcurrentReadersCostOneRequest(t *testing.T) {
 		}
 	}
 	readAll(cache, 1000) // later readers within maxAge: no request at all
-	if n := f.reads.Load(); n != 1 {
+	if n := f.wholeReads.Load(); n != 1 {
 		t.Fatalf("%d reads of the registry for 2,000 readers, want 1", n)
 	}
 }
@@ -117,14 +162,15 @@ func TestRegistryCache_AThousandConcurrentReadersCostOneRequest(t *testing.T) {
 func TestRegistryCache_ReadsAgainOnceTheLastReadIsOlderThanMaxAge(t *testing.T) {
 	f := newFakeRegistry(t, map[string][]string{"ORDERS": {"orders"}})
 	cache := newCache(t, f.url(), 200*time.Millisecond)
+	reads := func() int64 { return f.wholeReads.Load() + f.deltaReads.Load() }
 	readAll(cache, 10)
 	readAll(cache, 10)
-	if n := f.reads.Load(); n != 1 {
+	if n := reads(); n != 1 {
 		t.Fatalf("%d reads within maxAge, want 1", n)
 	}
 	time.Sleep(250 * time.Millisecond)
 	readAll(cache, 10)
-	if n := f.reads.Load(); n != 2 {
+	if n := reads(); n != 2 {
 		t.Fatalf("%d reads after maxAge, want 2", n)
 	}
 }
@@ -138,7 +184,7 @@ func TestRegistryCache_AFailedReadReachesEveryReaderUntilMaxAge(t *testing.T) {
 			t.Fatalf("reader got %v, want ErrUnavailable naming %s", err, f.URL)
 		}
 	}
-	if n := f.reads.Load(); n != 1 {
+	if n := f.wholeReads.Load(); n != 1 {
 		t.Fatalf("%d reads while the server fails, want 1 per maxAge", n)
 	}
 	f.failing.Store(false)
@@ -168,7 +214,7 @@ func TestRegistryCache_AReaderThatGivesUpDoesNotFailTheOthers(t *testing.T) {
 	if err := <-second; err != nil {
 		t.Fatalf("the reader that waited got %v", err)
 	}
-	if n := f.reads.Load(); n != 1 {
+	if n := f.wholeReads.Load(); n != 1 {
 		t.Fatalf("%d reads, want 1", n)
 	}
 }
@@ -190,5 +236,51 @@ func TestRegistry_ListsAnAppsInstancesByMetadataCaseInsensitively(t *testing.T) 
 	got[0].Status = eureka.StatusDown
 	if again := reg.InstancesWithMetadata("ORDERS", map[string]string{eureka.MetaSyncer: "orders"}); again[0].Status != eureka.StatusUp {
 		t.Fatalf("a reader's change reached the shared registry: %s", again[0].Status)
+	}
+}
+
+func TestRegistryCache_ReadsOnlyTheChangesOnceItHasTheWholeRegistry(t *testing.T) {
+	f := newFakeRegistry(t, map[string][]string{"ORDERS": {"orders", "orders"}, "CART": {"cart"}})
+	cache := newCache(t, f.url(), 50*time.Millisecond)
+	read := func() *eureka.Registry {
+		t.Helper()
+		time.Sleep(60 * time.Millisecond)
+		reg, err := cache.Registry(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg
+	}
+	read()
+	f.set(map[string][]string{"ORDERS": {"orders", "orders", "orders"}}, map[string]map[int]string{"ORDERS": {1: "MODIFIED", 2: "ADDED"}, "CART": {0: "DELETED"}})
+	reg := read()
+	if reg.Len() != 3 || len(reg.Instances("orders")) != 3 || len(reg.Instances("cart")) != 0 {
+		t.Fatalf("after a delta: %d instances, orders %d, cart %d; want 3, 3, 0", reg.Len(), len(reg.Instances("orders")), len(reg.Instances("cart")))
+	}
+	if w, d := f.wholeReads.Load(), f.deltaReads.Load(); w != 1 || d != 1 {
+		t.Fatalf("%d whole reads and %d delta reads, want 1 and 1", w, d)
+	}
+}
+
+func TestRegistryCache_ADeltaThatDoesNotAddUpIsFollowedByAWholeRead(t *testing.T) {
+	f := newFakeRegistry(t, map[string][]string{"ORDERS": {"orders"}})
+	cache := newCache(t, f.url(), 50*time.Millisecond)
+	if _, err := cache.Registry(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Two instances came, but the delta no longer holds one of them (older
+	// than what the server keeps): its hashcode says UP_3_, applying it
+	// gives UP_2_.
+	f.set(map[string][]string{"ORDERS": {"orders", "orders", "orders"}}, map[string]map[int]string{"ORDERS": {2: "ADDED"}})
+	time.Sleep(60 * time.Millisecond)
+	reg, err := cache.Registry(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.Len() != 3 {
+		t.Fatalf("%d instances, want the whole registry's 3", reg.Len())
+	}
+	if w, d := f.wholeReads.Load(), f.deltaReads.Load(); w != 2 || d != 1 {
+		t.Fatalf("%d whole reads and %d delta reads, want 2 and 1", w, d)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 )
 
@@ -62,4 +63,110 @@ func newRegistry(insts []Instance, hashcode string) *Registry {
 		r.apps[app] = append(r.apps[app], inst)
 	}
 	return r
+}
+
+// Kinds of change in a delta, as Eureka names them (actionType).
+const (
+	actionAdded    = "ADDED"
+	actionModified = "MODIFIED"
+	actionDeleted  = "DELETED"
+)
+
+// change is one instance of a delta and what happened to it.
+type change struct {
+	action   string
+	instance Instance
+}
+
+// applyDelta reads the changes the server made in the last few minutes
+// (GET /apps/delta, a small answer in steady state where GET /apps is the
+// whole registry) and applies them to r. ok is false when the result does
+// not match the server's apps__hashcode, as when r is older than the
+// changes the server keeps (three minutes by default): read the whole
+// registry then, as Eureka's own client does.
+func (c *Client) applyDelta(ctx context.Context, r *Registry) (next *Registry, ok bool, err error) {
+	body, err := c.do(ctx, "delta", http.MethodGet, "/apps/delta", nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the registry's changes: %w", err)
+	}
+	changes, hashcode, err := decodeDelta(body)
+	if err != nil {
+		// Not an answer this layer reads: the whole registry is.
+		return nil, false, nil
+	}
+	next = r.apply(changes, hashcode)
+	return next, next.hashcode == reconcileHashcode(next), nil
+}
+
+// apply returns the registry changes lead r to; r is left as it is.
+func (r *Registry) apply(changes []change, hashcode string) *Registry {
+	next := &Registry{apps: make(map[string][]Instance, len(r.apps)), hashcode: hashcode}
+	for app, insts := range r.apps {
+		next.apps[app] = insts
+	}
+	byApp := map[string][]change{}
+	for _, ch := range changes {
+		app := strings.ToUpper(ch.instance.App)
+		byApp[app] = append(byApp[app], ch)
+	}
+	for app, chs := range byApp {
+		kept := make([]Instance, 0, len(next.apps[app])+len(chs))
+		index := map[string]int{}
+		for _, inst := range next.apps[app] {
+			index[inst.InstanceID] = len(kept)
+			kept = append(kept, inst)
+		}
+		deleted := map[string]bool{}
+		for _, ch := range chs {
+			id := ch.instance.InstanceID
+			switch ch.action {
+			case actionDeleted:
+				deleted[id] = true
+			case actionAdded, actionModified: // the instance as it is now
+				delete(deleted, id)
+				if i, ok := index[id]; ok {
+					kept[i] = ch.instance
+				} else {
+					index[id] = len(kept)
+					kept = append(kept, ch.instance)
+				}
+			}
+		}
+		out := kept[:0]
+		for _, inst := range kept {
+			if !deleted[inst.InstanceID] {
+				out = append(out, inst)
+			}
+		}
+		if len(out) == 0 {
+			delete(next.apps, app)
+		} else {
+			next.apps[app] = out
+		}
+	}
+	for _, insts := range next.apps {
+		next.size += len(insts)
+	}
+	return next
+}
+
+// reconcileHashcode is Eureka's apps__hashcode of r: the number of
+// instances in each status, statuses sorted, as "DOWN_1_UP_20_".
+func reconcileHashcode(r *Registry) string {
+	counts := map[Status]int{}
+	for _, insts := range r.apps {
+		for _, inst := range insts {
+			counts[inst.Status]++
+		}
+	}
+	statuses := make([]string, 0, len(counts))
+	for status := range counts {
+		statuses = append(statuses, string(status))
+	}
+	sort.Strings(statuses)
+	var b strings.Builder
+	for _, status := range statuses {
+		fmt.Fprintf(&b, "%s_%d_", status, counts[Status(status)])
+	}
+	return b.String()
 }

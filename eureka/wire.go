@@ -183,3 +183,48 @@ func decodeRegistry(body []byte) (*Registry, error) {
 	}
 	return newRegistry(insts, resp.Response.AppsHashcode), nil
 }
+
+// decodeDelta decodes GET /apps/delta: each instance with its actionType,
+// which fargo's Instance does not keep.
+func decodeDelta(body []byte) ([]change, string, error) {
+	var resp struct {
+		Applications *struct {
+			Hashcode     string `json:"apps__hashcode"`
+			Applications []struct {
+				Instances []json.RawMessage `json:"instance"`
+			} `json:"application"`
+		} `json:"applications"`
+	}
+	if err := json.Unmarshal(body, &resp); err != nil {
+		return nil, "", fmt.Errorf("decode delta: %w", err)
+	}
+	if resp.Applications == nil {
+		return nil, "", fmt.Errorf("decode delta: no \"applications\" object")
+	}
+	var changes []change
+	for _, app := range resp.Applications.Applications {
+		for _, raw := range app.Instances {
+			var fi fargo.Instance
+			var action struct {
+				ActionType string `json:"actionType"`
+			}
+			if err := json.Unmarshal(raw, &fi); err != nil {
+				return nil, "", fmt.Errorf("decode delta: %w", err)
+			}
+			if err := json.Unmarshal(raw, &action); err != nil {
+				return nil, "", fmt.Errorf("decode delta: %w", err)
+			}
+			switch action.ActionType {
+			case actionAdded, actionModified, actionDeleted:
+			default:
+				return nil, "", fmt.Errorf("decode delta: instance %s: unknown actionType %q", fi.InstanceId, action.ActionType)
+			}
+			inst, err := fromFargo(&fi)
+			if err != nil {
+				return nil, "", fmt.Errorf("decode delta: %w", err)
+			}
+			changes = append(changes, change{action: action.ActionType, instance: inst})
+		}
+	}
+	return changes, resp.Applications.Hashcode, nil
+}
