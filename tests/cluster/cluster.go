@@ -118,18 +118,22 @@ func install(ctx context.Context, n *node.Node, o Options) (*Cluster, error) {
 	if c.Clientset, err = kubernetes.NewForConfig(n.Config); err != nil {
 		return nil, fmt.Errorf("clientset: %w", err)
 	}
-	if c.CertManager, err = harness.StartCertManager(ctx, c.ControlPlane, harness.CertManagerOptions{LogPath: filepath.Join(o.LogDir, "cert-manager.log")}); err != nil {
-		return nil, err
+	// Eureka's JVM starts while cert-manager starts and Eurekube installs:
+	// nothing of the install needs it.
+	eureka := make(chan error, 1)
+	go func() {
+		var err error
+		c.Eureka, err = harness.StartEureka(ctx, harness.EurekaOptions{Host: node.NodeIP, Port: o.EurekaPort, Profile: o.EurekaProfile, LogDir: o.LogDir})
+		eureka <- err
+	}()
+	c.CertManager, err = harness.StartCertManager(ctx, c.ControlPlane, harness.CertManagerOptions{LogPath: filepath.Join(o.LogDir, "cert-manager.log")})
+	if err == nil {
+		err = c.applyDefault(ctx)
 	}
-	if c.Eureka, err = harness.StartEureka(ctx, harness.EurekaOptions{Host: node.NodeIP, Port: o.EurekaPort, Profile: o.EurekaProfile, LogDir: o.LogDir}); err != nil {
-		c.stopServices()
-		return nil, err
+	if err == nil {
+		err = c.waitInstalled(ctx)
 	}
-	if err := c.applyDefault(ctx); err != nil {
-		c.stopServices()
-		return nil, err
-	}
-	if err := c.waitInstalled(ctx); err != nil {
+	if err = errors.Join(err, <-eureka); err != nil {
 		c.stopServices()
 		return nil, err
 	}
