@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/eurekube/eurekube/tests/harness"
 )
 
 // TestRun_WritesTheReportFromRealParts runs the webhook and reconciler
