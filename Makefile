@@ -82,7 +82,7 @@ test: deps ## Install and build everything needed, then run every test.
 	$(ARTIFACTS); \
 	go build -o bin/testrun ./tests/tools/testrun; \
 	exec bin/testrun -since $$start -background ./tests/cluster,./tests/registrar \
-	  -before '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) $(GO_TEST_FLAGS)
+	  -before '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -- $(GO_TEST_FLAGS)
 
 .PHONY: generate-check
 generate-check: generate ## Fail when generated files are out of date.
