@@ -284,3 +284,19 @@ func TestRegistryCache_ADeltaThatDoesNotAddUpIsFollowedByAWholeRead(t *testing.T
 		t.Fatalf("%d whole reads and %d delta reads, want 2 and 1", w, d)
 	}
 }
+
+// Old servers write a lone application (and a lone instance) as an object,
+// not an array of one.
+func TestRegistry_ReadsALoneApplicationWrittenAsAnObject(t *testing.T) {
+	f := newFakeRegistry(t, nil)
+	array := appsJSON(map[string][]string{"ORDERS": {"orders"}}, nil)
+	lone := strings.NewReplacer(`"application":[`, `"application":`, `"instance":[`, `"instance":`, `}]}]}}`, `}}}}`).Replace(array)
+	f.whole.Store(&lone)
+	reg, err := newCache(t, f.url(), time.Minute).Registry(context.Background())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, lone)
+	}
+	if got := reg.InstancesWithMetadata("orders", map[string]string{eureka.MetaSyncer: "orders"}); len(got) != 1 || got[0].Port != 8080 {
+		t.Fatalf("instances %+v", got)
+	}
+}

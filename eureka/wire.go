@@ -1,6 +1,7 @@
 package eureka
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -161,27 +162,132 @@ func fromFargoAll(fis []*fargo.Instance) ([]Instance, error) {
 	return out, nil
 }
 
-// decodeRegistry decodes GET /apps.
+// decodeRegistry decodes GET /apps one application at a time, so that a
+// registry of tens of thousands of instances is never held twice, as
+// fargo's whole-response types and their debug copies of the body would.
 func decodeRegistry(body []byte) (*Registry, error) {
-	var resp fargo.GetAppsResponseJson
-	if err := json.Unmarshal(body, &resp); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var insts []Instance
+	hashcode := ""
+	found := false
+	err := eachField(dec, func(key string) error {
+		if key != "applications" {
+			return skipValue(dec)
+		}
+		found = true
+		return eachField(dec, func(key string) error {
+			switch key {
+			case "apps__hashcode":
+				return dec.Decode(&hashcode)
+			case "application":
+				return eachApplication(dec, func(app *fargo.Application) error {
+					appInsts, err := fromFargoAll(app.Instances)
+					if err != nil {
+						return fmt.Errorf("application %s: %w", app.Name, err)
+					}
+					insts = append(insts, appInsts...)
+					return nil
+				})
+			default:
+				return skipValue(dec)
+			}
+		})
+	})
+	if err != nil {
 		return nil, fmt.Errorf("decode applications: %w", err)
 	}
-	if resp.Response == nil {
+	if !found {
 		return nil, fmt.Errorf("decode applications: no \"applications\" object")
 	}
-	var insts []Instance
-	for _, app := range resp.Response.Applications {
-		if app == nil {
-			continue
-		}
-		appInsts, err := fromFargoAll(app.Instances)
-		if err != nil {
-			return nil, fmt.Errorf("decode application %s: %w", app.Name, err)
-		}
-		insts = append(insts, appInsts...)
+	return newRegistry(insts, hashcode), nil
+}
+
+// eachField calls field for each key of the object dec is at; field must
+// consume the key's value.
+func eachField(dec *json.Decoder, field func(key string) error) error {
+	if err := expectDelim(dec, '{'); err != nil {
+		return err
 	}
-	return newRegistry(insts, resp.Response.AppsHashcode), nil
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return fmt.Errorf("object key %v", tok)
+		}
+		if err := field(key); err != nil {
+			return err
+		}
+	}
+	return expectDelim(dec, '}')
+}
+
+// eachApplication decodes the "application" value, an array of
+// applications (or, from old servers, a single one), one at a time.
+func eachApplication(dec *json.Decoder, each func(*fargo.Application) error) error {
+	tok, err := dec.Token()
+	switch {
+	case err != nil:
+		return err
+	case tok == nil: // null: no application
+		return nil
+	case tok != json.Delim('[') && tok != json.Delim('{'):
+		return fmt.Errorf("application: got %v", tok)
+	case tok == json.Delim('{'):
+		// A single application: its fields follow the '{' just read.
+		fields := map[string]json.RawMessage{}
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				return err
+			}
+			fields[fmt.Sprint(key)] = v
+		}
+		if err := expectDelim(dec, '}'); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(fields)
+		if err != nil {
+			return err
+		}
+		var app fargo.Application
+		if err := json.Unmarshal(raw, &app); err != nil {
+			return err
+		}
+		return each(&app)
+	}
+	for dec.More() {
+		var app fargo.Application
+		if err := dec.Decode(&app); err != nil {
+			return err
+		}
+		if err := each(&app); err != nil {
+			return err
+		}
+	}
+	return expectDelim(dec, ']')
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != want {
+		return fmt.Errorf("got %v, want %v", tok, want)
+	}
+	return nil
+}
+
+func skipValue(dec *json.Decoder) error {
+	var skip json.RawMessage
+	return dec.Decode(&skip)
 }
 
 // decodeDelta decodes GET /apps/delta: each instance with its actionType,
