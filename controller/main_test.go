@@ -93,9 +93,7 @@ func TestMain(m *testing.M) {
 // needsServers skips t in -short mode, where TestMain starts no server.
 func needsServers(t testing.TB) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("skipped in -short mode (make unit): needs a kube-apiserver, etcd and a Eureka server (a JVM)")
-	}
+	harness.SkipWhenShort(t, "a kube-apiserver, etcd and a Eureka server (a JVM)")
 }
 
 // newNamespace is where every test of the running reconciler starts, so

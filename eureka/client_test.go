@@ -39,9 +39,7 @@ func TestMain(m *testing.M) {
 // start the JVM: in -short mode the tests that need it are skipped.
 func realServer(t *testing.T) *harness.Eureka {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("skipped in -short mode (make unit): needs a Eureka server (a JVM)")
-	}
+	harness.SkipWhenShort(t, "a Eureka server (a JVM)")
 	serverOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
