@@ -14,27 +14,6 @@ import (
 	"github.com/eurekube/eurekube/api/v1alpha1"
 )
 
-// Pod annotations a user may set to override the syncer for one pod. Each is
-// validated; a bad value denies the pod.
-const (
-	AnnotationInject           = v1alpha1.InjectLabel // "true" or "false"
-	AnnotationAppName          = v1alpha1.AnnotationPrefix + "app-name"
-	AnnotationVIPAddress       = v1alpha1.AnnotationPrefix + "vip-address"
-	AnnotationSecureVIPAddress = v1alpha1.AnnotationPrefix + "secure-vip-address"
-	AnnotationPort             = v1alpha1.AnnotationPrefix + "port"
-	AnnotationSecurePort       = v1alpha1.AnnotationPrefix + "secure-port"
-	AnnotationPreStopSleep     = v1alpha1.AnnotationPrefix + "prestop-sleep"
-	AnnotationHealthType       = v1alpha1.AnnotationPrefix + "health-type"
-	AnnotationHealthScheme     = v1alpha1.AnnotationPrefix + "health-scheme"
-	AnnotationHealthPath       = v1alpha1.AnnotationPrefix + "health-path"
-	AnnotationHealthPort       = v1alpha1.AnnotationPrefix + "health-port"
-	AnnotationSidecarCPU       = v1alpha1.AnnotationPrefix + "sidecar-cpu"
-	AnnotationSidecarMemory    = v1alpha1.AnnotationPrefix + "sidecar-memory"
-	// AnnotationMetadataPrefix starts one Eureka metadata entry per
-	// annotation: eurekube.io/metadata.zone: eu-1.
-	AnnotationMetadataPrefix = v1alpha1.AnnotationPrefix + "metadata."
-)
-
 // Bounds shared with the CRD's validation, so an annotation allows what the
 // syncer's spec allows.
 const (
@@ -111,7 +90,7 @@ func (es AnnotationErrors) Error() string {
 type annotationParser func(o *Overrides, value string) (allowed string, ok bool)
 
 var annotationParsers = map[string]annotationParser{
-	AnnotationInject: func(o *Overrides, v string) (string, bool) {
+	v1alpha1.AnnotationInject: func(o *Overrides, v string) (string, bool) {
 		b, ok := parseBool(v)
 		o.Inject = &b
 		return `"true" or "false"`, ok
@@ -124,62 +103,62 @@ var annotationParsers = map[string]annotationParser{
 		o.Syncer = v
 		return "the name of an EurekaSyncer (the annotation is written by Eurekube; remove it)", len(validation.IsDNS1123Subdomain(v)) == 0
 	},
-	AnnotationAppName: func(o *Overrides, v string) (string, bool) {
+	v1alpha1.AnnotationAppName: func(o *Overrides, v string) (string, bool) {
 		o.AppName = v
 		return fmt.Sprintf("an application name of letters, digits, '.', '_' and '-', starting and ending with a letter or digit, at most %d characters", maxAppNameLength),
 			len(v) <= maxAppNameLength && appNamePattern.MatchString(v)
 	},
-	AnnotationVIPAddress: func(o *Overrides, v string) (string, bool) {
+	v1alpha1.AnnotationVIPAddress: func(o *Overrides, v string) (string, bool) {
 		o.VIPAddress = v
 		return vipAllowed, validVIP(v)
 	},
-	AnnotationSecureVIPAddress: func(o *Overrides, v string) (string, bool) {
+	v1alpha1.AnnotationSecureVIPAddress: func(o *Overrides, v string) (string, bool) {
 		o.SecureVIPAddress = v
 		return vipAllowed, validVIP(v)
 	},
-	AnnotationPort: func(o *Overrides, v string) (string, bool) {
+	v1alpha1.AnnotationPort: func(o *Overrides, v string) (string, bool) {
 		p, ok := parsePort(v)
 		o.Port = &p
 		return portAllowed, ok
 	},
-	AnnotationSecurePort: func(o *Overrides, v string) (string, bool) {
+	v1alpha1.AnnotationSecurePort: func(o *Overrides, v string) (string, bool) {
 		p, ok := parsePort(v)
 		o.SecurePort = &p
 		return portAllowed, ok
 	},
-	AnnotationHealthPort: func(o *Overrides, v string) (string, bool) {
+	v1alpha1.AnnotationHealthPort: func(o *Overrides, v string) (string, bool) {
 		p, ok := parsePort(v)
 		o.HealthPort = &p
 		return portAllowed, ok
 	},
-	AnnotationPreStopSleep: func(o *Overrides, v string) (string, bool) {
+	v1alpha1.AnnotationPreStopSleep: func(o *Overrides, v string) (string, bool) {
 		n, err := strconv.ParseInt(v, 10, 32)
 		s := int32(n)
 		o.PreStopSleep = &s
 		return fmt.Sprintf("whole seconds from 0 to %d (0 disables the injected preStop)", maxPreStopSleepSeconds),
 			err == nil && n >= 0 && n <= maxPreStopSleepSeconds
 	},
-	AnnotationHealthType: func(o *Overrides, v string) (string, bool) {
+	v1alpha1.AnnotationHealthType: func(o *Overrides, v string) (string, bool) {
 		t := v1alpha1.HealthCheckType(strings.ToUpper(v))
 		o.HealthType = t
 		return `"HTTP" or "TCP"`, t == v1alpha1.HealthCheckHTTP || t == v1alpha1.HealthCheckTCP
 	},
-	AnnotationHealthScheme: func(o *Overrides, v string) (string, bool) {
+	v1alpha1.AnnotationHealthScheme: func(o *Overrides, v string) (string, bool) {
 		s := strings.ToUpper(v)
 		o.HealthScheme = s
 		return `"HTTP" or "HTTPS"`, s == "HTTP" || s == "HTTPS"
 	},
-	AnnotationHealthPath: func(o *Overrides, v string) (string, bool) {
+	v1alpha1.AnnotationHealthPath: func(o *Overrides, v string) (string, bool) {
 		o.HealthPath = v
 		return fmt.Sprintf("an absolute URL path starting with '/', without spaces or control characters, at most %d characters", maxHealthPathLength),
 			validHealthPath(v)
 	},
-	AnnotationSidecarCPU: func(o *Overrides, v string) (string, bool) {
+	v1alpha1.AnnotationSidecarCPU: func(o *Overrides, v string) (string, bool) {
 		q, ok := parsePositiveQuantity(v)
 		o.SidecarCPU = q
 		return `a positive Kubernetes quantity such as "50m" or "0.1" (sets the registrar's CPU request and limit)`, ok
 	},
-	AnnotationSidecarMemory: func(o *Overrides, v string) (string, bool) {
+	v1alpha1.AnnotationSidecarMemory: func(o *Overrides, v string) (string, bool) {
 		q, ok := parsePositiveQuantity(v)
 		o.SidecarMemory = q
 		return `a positive Kubernetes quantity such as "32Mi" (sets the registrar's memory request and limit)`, ok
@@ -201,7 +180,7 @@ func ParseAnnotations(annotations map[string]string) (Overrides, error) {
 		if !strings.HasPrefix(key, v1alpha1.AnnotationPrefix) {
 			continue
 		}
-		if metadataKey, ok := strings.CutPrefix(key, AnnotationMetadataPrefix); ok {
+		if metadataKey, ok := strings.CutPrefix(key, v1alpha1.AnnotationMetadataPrefix); ok {
 			if allowed, ok := validMetadata(metadataKey, value); !ok {
 				errs = append(errs, &AnnotationError{Key: key, Value: value, Allowed: allowed})
 				continue
@@ -222,9 +201,9 @@ func ParseAnnotations(annotations map[string]string) (Overrides, error) {
 		}
 	}
 	if o.HealthType == v1alpha1.HealthCheckTCP && (o.HealthPath != "" || o.HealthScheme != "") {
-		value := annotations[AnnotationHealthType]
-		errs = append(errs, &AnnotationError{Key: AnnotationHealthType, Value: value,
-			Allowed: fmt.Sprintf(`"HTTP" when %s or %s is set (a TCP check has no path or scheme)`, AnnotationHealthPath, AnnotationHealthScheme)})
+		value := annotations[v1alpha1.AnnotationHealthType]
+		errs = append(errs, &AnnotationError{Key: v1alpha1.AnnotationHealthType, Value: value,
+			Allowed: fmt.Sprintf(`"HTTP" when %s or %s is set (a TCP check has no path or scheme)`, v1alpha1.AnnotationHealthPath, v1alpha1.AnnotationHealthScheme)})
 	}
 	if len(errs) > 0 {
 		sort.Slice(errs, func(i, j int) bool { return errs[i].Key < errs[j].Key })
@@ -239,7 +218,7 @@ func knownAnnotations() string {
 	for k := range annotationParsers {
 		keys = append(keys, k)
 	}
-	keys = append(keys, AnnotationMetadataPrefix+"<key>")
+	keys = append(keys, v1alpha1.AnnotationMetadataPrefix+"<key>")
 	sort.Strings(keys)
 	return strings.Join(keys, ", ")
 }
@@ -292,7 +271,7 @@ func parsePositiveQuantity(v string) (*resource.Quantity, bool) {
 func validMetadata(key, value string) (string, bool) {
 	if !metadataKeyPattern.MatchString(key) || len(key) > maxMetadataKeyLength {
 		return fmt.Sprintf("a key after %s that starts with a letter or '_' and holds only letters, digits, '_', '.' and '-' (at most %d characters)",
-			AnnotationMetadataPrefix, maxMetadataKeyLength), false
+			v1alpha1.AnnotationMetadataPrefix, maxMetadataKeyLength), false
 	}
 	if len(value) > maxMetadataValueLength {
 		return fmt.Sprintf("a metadata value of at most %d characters", maxMetadataValueLength), false

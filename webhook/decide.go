@@ -6,46 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
-)
-
-// Reason says why a pod was or was not injected. The same constant labels
-// the metric, the log line and the response message.
-type Reason string
-
-// Reasons of a Decision.
-const (
-	// ReasonInjected: the pod gets the registrar.
-	ReasonInjected Reason = "injected"
-	// ReasonNamespaceExcluded: the manager's own namespace or kube-system.
-	ReasonNamespaceExcluded Reason = "namespace-excluded"
-	// ReasonNamespaceNotEnabled: the namespace lacks eurekube.io/injection=enabled.
-	ReasonNamespaceNotEnabled Reason = "namespace-not-enabled"
-	// ReasonOptedOut: label or annotation eurekube.io/inject=false.
-	ReasonOptedOut Reason = "opted-out"
-	// ReasonNoMatchingSyncer: no syncer of the namespace selects the pod.
-	ReasonNoMatchingSyncer Reason = "no-matching-syncer"
-	// ReasonAlreadyInjected: the registrar container or the status
-	// annotation is present (a reinvocation, or a pod copied from an
-	// injected one).
-	ReasonAlreadyInjected Reason = "already-injected"
-	// ReasonSyncerDeleting: only syncers being deleted select the pod.
-	ReasonSyncerDeleting Reason = "syncer-deleting"
-	// ReasonInvalidAnnotation: a eurekube.io/ annotation is unknown or bad;
-	// the pod is denied.
-	ReasonInvalidAnnotation Reason = "invalid-annotation"
-	// ReasonMeantToFinish: the pod's restartPolicy is Never or OnFailure (a
-	// Job's pod). The registrar, a regular container that runs until the pod
-	// stops, would keep it from ever completing, so the pod is only
-	// annotated as skipped, naming the syncer that selects it.
-	ReasonMeantToFinish Reason = "meant-to-finish"
-	// ReasonInvalidConfig: the syncer and the pod do not fit together (a
-	// port name the pod does not declare, no Eureka URL, no image); the pod
-	// is denied. Set by the handler when Mutate fails.
-	ReasonInvalidConfig Reason = "invalid-config"
 )
 
 // Namespace is what Decide needs to know about the pod's namespace.
@@ -54,6 +16,11 @@ type Namespace struct {
 	Labels map[string]string
 	// Excluded is true for namespaces that are never mutated.
 	Excluded bool
+}
+
+// OptedIn is true when the namespace is labelled for injection.
+func (ns Namespace) OptedIn() bool {
+	return ns.Labels[v1alpha1.NamespaceInjectionLabel] == "enabled"
 }
 
 // Decision is the outcome of Decide.
@@ -86,11 +53,11 @@ func Decide(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer) Deci
 	switch {
 	case ns.Excluded:
 		return Decision{Reason: ReasonNamespaceExcluded}
-	case ns.Labels[v1alpha1.NamespaceInjectionLabel] != "enabled":
+	case !ns.OptedIn():
 		return Decision{Reason: ReasonNamespaceNotEnabled}
 	case pod.Labels[v1alpha1.InjectLabel] == "false":
 		return Decision{Reason: ReasonOptedOut}
-	case alreadyInjected(pod):
+	case v1alpha1.MarkedInjected(pod) || v1alpha1.RunsRegistrar(pod):
 		return Decision{Reason: ReasonAlreadyInjected}
 	}
 
@@ -104,15 +71,14 @@ func Decide(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer) Deci
 
 	var warnings []string
 	var live, deleting []*v1alpha1.EurekaSyncer
-	podLabels := labels.Set(pod.Labels)
 	for i := range syncers {
 		s := &syncers[i]
-		selector, err := metav1.LabelSelectorAsSelector(&s.Spec.Selector)
+		selects, err := s.Selects(pod.Labels)
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("EurekaSyncer %s ignored: invalid selector: %v", s.Name, err))
 			continue
 		}
-		if selector.Empty() || !selector.Matches(podLabels) {
+		if !selects {
 			continue
 		}
 		if s.DeletionTimestamp != nil {
@@ -147,20 +113,6 @@ func Decide(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer) Deci
 func meantToFinish(p corev1.RestartPolicy) v1alpha1.Adaptation {
 	return v1alpha1.Adaptation{Reason: v1alpha1.AdaptationMeantToFinish,
 		Message: fmt.Sprintf("restartPolicy %s: the pod is meant to finish (a Job's pod?), and the registrar would keep it running forever, so it is not registered in Eureka; narrow the syncer's selector to leave it out", p)}
-}
-
-// alreadyInjected is true when the registrar container or our status
-// annotation is present.
-func alreadyInjected(pod *corev1.Pod) bool {
-	if pod.Annotations[v1alpha1.StatusAnnotation] == v1alpha1.StatusInjected {
-		return true
-	}
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == v1alpha1.RegistrarContainerName {
-			return true
-		}
-	}
-	return false
 }
 
 // older orders syncers by creation time, then name, so the winner among

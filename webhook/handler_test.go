@@ -3,12 +3,14 @@ package webhook
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,8 +37,8 @@ func newTestWebhook(t testing.TB) *admission.Webhook {
 		&s,
 	).Build()
 	return &admission.Webhook{Handler: NewHandler(Options{
-		Reader:             reader,
-		Decoder:            admission.NewDecoder(scheme),
+		Reader: reader,
+
 		Defaults:           testDefaults,
 		ExcludedNamespaces: []string{"eurekube-system", "kube-system"},
 	})}
@@ -104,7 +106,7 @@ func TestHandler_AsksTheAPIServerWhenTheCacheLags(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stale := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.cached...).Build()
-			h := &admission.Webhook{Handler: NewHandler(Options{Reader: stale, LiveReader: live, Decoder: admission.NewDecoder(scheme), Defaults: testDefaults})}
+			h := &admission.Webhook{Handler: NewHandler(Options{Reader: stale, LiveReader: live, Defaults: testDefaults})}
 			_, out := serve(h, review(t, admissionv1.Create, "Pod", springPod()))
 			if out.Response == nil || !out.Response.Allowed || !strings.Contains(string(out.Response.Patch), v1alpha1.RegistrarContainerName) {
 				t.Fatalf("response = %+v, want the registrar injected from what the API server holds", out.Response)
@@ -113,7 +115,7 @@ func TestHandler_AsksTheAPIServerWhenTheCacheLags(t *testing.T) {
 	}
 	t.Run("no syncer anywhere", func(t *testing.T) {
 		empty := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ns.DeepCopy()).Build()
-		h := &admission.Webhook{Handler: NewHandler(Options{Reader: empty, LiveReader: empty, Decoder: admission.NewDecoder(scheme), Defaults: testDefaults})}
+		h := &admission.Webhook{Handler: NewHandler(Options{Reader: empty, LiveReader: empty, Defaults: testDefaults})}
 		_, out := serve(h, review(t, admissionv1.Create, "Pod", springPod()))
 		if out.Response == nil || !out.Response.Allowed || len(out.Response.Patch) != 0 {
 			t.Fatalf("response = %+v, want allowed untouched", out.Response)
@@ -123,9 +125,9 @@ func TestHandler_AsksTheAPIServerWhenTheCacheLags(t *testing.T) {
 
 func TestHandler_DeniesAnInvalidAnnotationWithTheReason(t *testing.T) {
 	pod := springPod()
-	pod.Annotations = map[string]string{AnnotationPreStopSleep: "forever"}
+	pod.Annotations = map[string]string{v1alpha1.AnnotationPreStopSleep: "forever"}
 	_, out := serve(newTestWebhook(t), review(t, admissionv1.Create, "Pod", pod))
-	if out.Response == nil || out.Response.Allowed || !strings.Contains(out.Response.Result.Message, AnnotationPreStopSleep) || !strings.Contains(out.Response.Result.Message, "forever") {
+	if out.Response == nil || out.Response.Allowed || !strings.Contains(out.Response.Result.Message, v1alpha1.AnnotationPreStopSleep) || !strings.Contains(out.Response.Result.Message, "forever") {
 		t.Fatalf("response = %+v, want a denial naming the annotation and value", out.Response)
 	}
 	if out.Response.Result.Code != http.StatusBadRequest {
@@ -168,9 +170,9 @@ func TestHandler_OtherKindsAndOperationsPassUntouched(t *testing.T) {
 }
 
 func FuzzParseAnnotations(f *testing.F) {
-	f.Add(AnnotationPort, "8080")
-	f.Add(AnnotationMetadataPrefix+"zone", "a")
-	f.Add(AnnotationPreStopSleep, "-1")
+	f.Add(v1alpha1.AnnotationPort, "8080")
+	f.Add(v1alpha1.AnnotationMetadataPrefix+"zone", "a")
+	f.Add(v1alpha1.AnnotationPreStopSleep, "-1")
 	f.Add(v1alpha1.AnnotationPrefix+"typo", "x")
 	f.Fuzz(func(t *testing.T, key, value string) {
 		o, err := ParseAnnotations(map[string]string{key: value})
@@ -196,8 +198,23 @@ func FuzzHandler(f *testing.F) {
 	})
 }
 
+// BenchmarkHandler measures the webhook server's work for the realistic
+// pod (springPod, the bench's benchPod): the AdmissionReview decoded by
+// controller-runtime, the namespace and syncers read from an informer cache
+// as in the manager, Inject, the patch and the encoded answer.
 func BenchmarkHandler(b *testing.B) {
-	wh := newTestWebhook(b)
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	reader := informerCache(b, scheme,
+		[]corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: enabledNamespace().Labels}}},
+		[]v1alpha1.EurekaSyncer{syncer("orders", time.Hour, map[string]string{"app": "orders"})})
+	logger := logrus.New()
+	logger.SetOutput(io.Discard)
+	wh := &admission.Webhook{Handler: NewHandler(Options{
+		Reader: reader, Defaults: testDefaults,
+		ExcludedNamespaces: []string{"eurekube-system", "kube-system"}, Logger: logger,
+	})}
 	body := review(b, admissionv1.Create, "Pod", springPod())
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -206,8 +223,8 @@ func BenchmarkHandler(b *testing.B) {
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		wh.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
-			b.Fatal(rec.Code)
+		if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`"patch"`)) {
+			b.Fatalf("HTTP %d: %.300s", rec.Code, rec.Body.Bytes())
 		}
 	}
 }

@@ -8,16 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// Reasons the handler adds for requests that never reach Decide.
-const (
-	// ReasonNotAPodCreate: another kind or operation; allowed untouched.
-	ReasonNotAPodCreate Reason = "not-a-pod-create"
-	// ReasonMalformed: the request could not be decoded.
-	ReasonMalformed Reason = "malformed-request"
-	// ReasonLookupFailed: the namespace or the syncers could not be read.
-	ReasonLookupFailed Reason = "lookup-failed"
-)
-
 var (
 	admissions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "eurekube_webhook_admissions_total",

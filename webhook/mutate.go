@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -17,18 +16,21 @@ import (
 	"github.com/eurekube/eurekube/sidecar"
 )
 
-// Defaults of the lease and the health check when neither the syncer nor the
-// probe sets them (the CRD's defaults, repeated for syncers created before a
-// default existed).
+// Kubernetes' own defaults: the grace period of a pod, and those of a
+// readinessProbe, which the registrar mirrors when it follows the probe.
+// The registrar's defaults are sidecar.Defaults.
 const (
-	defaultRenewalIntervalSeconds = 30
-	defaultLeaseDurationSeconds   = 90
-	defaultGracePeriodSeconds     = 30
-	// registrarShutdownTimeout bounds the cancel on SIGTERM.
-	registrarShutdownTimeout = 5 * time.Second
-	registrarUID             = 65532
-	registrarHealthPath      = "/healthz"
-	registrarPortName        = "eurekube-health"
+	defaultGracePeriodSeconds = 30
+	probeDefaultPeriod        = 10 * time.Second
+	probeDefaultTimeout       = time.Second
+	probeDefaultFailures      = 3
+	probeDefaultSuccesses     = 1
+)
+
+const (
+	registrarUID        = 65532
+	registrarHealthPath = "/healthz"
+	registrarPortName   = "eurekube-health"
 )
 
 // Config is everything Mutate needs besides the pod.
@@ -66,7 +68,7 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, er
 				port, portSource, out.Spec.Containers[app].Name)})
 	}
 
-	env, err := registrarEnv(out, app, port, cfg)
+	settings, err := registrarSettings(out, app, port, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -93,10 +95,10 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, er
 		adaptations = append(adaptations, v1alpha1.Adaptation{Reason: v1alpha1.AdaptationHostNetwork,
 			Message: fmt.Sprintf("hostNetwork pod: the registrar listens on port %d of the node; another hostNetwork pod using that port on the same node makes it fail its liveness probe", listenPort)})
 	}
-	env = append(env, corev1.EnvVar{Name: sidecar.EnvListenAddr, Value: ":" + strconv.Itoa(int(listenPort))})
+	settings.ListenAddr = ":" + strconv.Itoa(int(listenPort))
 
 	res := resources(cfg)
-	out.Spec.Containers = append(out.Spec.Containers, registrarContainer(image, listenPort, env, res))
+	out.Spec.Containers = append(out.Spec.Containers, registrarContainer(image, listenPort, registrarEnv(settings, cfg.Syncer.Spec.Eureka.CredentialsSecretRef), res))
 	adaptations = append(adaptations, addDrain(out, drainPlan{
 		seconds: preStopSleep(cfg), execOnly: cfg.Defaults.ExecSleepFallback, image: image, resources: res,
 	})...)
@@ -130,8 +132,8 @@ func annotate(pod *corev1.Pod, status, syncer string, adaptations []v1alpha1.Ada
 // came from (for messages).
 func resolveRegisteredPort(pod *corev1.Pod, cfg Config) (int32, string, error) {
 	if p := cfg.Overrides.Port; p != nil {
-		n, err := resolvePort(pod, *p, "annotation "+AnnotationPort)
-		return n, "annotation " + AnnotationPort, err
+		n, err := resolvePort(pod, *p, "annotation "+v1alpha1.AnnotationPort)
+		return n, "annotation " + v1alpha1.AnnotationPort, err
 	}
 	source := fmt.Sprintf("spec.port of EurekaSyncer %s", cfg.Syncer.Name)
 	n, err := resolvePort(pod, cfg.Syncer.Spec.Port, source)
@@ -188,8 +190,12 @@ func declaredPorts(pod *corev1.Pod) map[int32]bool {
 	return taken
 }
 
-// registrarEnv is the env contract of sidecar/env.go.
-func registrarEnv(pod *corev1.Pod, app int, port int32, cfg Config) ([]corev1.EnvVar, error) {
+// registrarSettings resolves the registrar's settings purely: the
+// registrar's defaults, then the syncer, the app container's readinessProbe,
+// the manager's defaults and the pod's annotations. The pod's identity and
+// the credentials are left to the downward API and the Secret
+// (registrarEnv).
+func registrarSettings(pod *corev1.Pod, app int, port int32, cfg Config) (sidecar.Config, error) {
 	spec := &cfg.Syncer.Spec
 	o := &cfg.Overrides
 
@@ -197,76 +203,69 @@ func registrarEnv(pod *corev1.Pod, app int, port int32, cfg Config) ([]corev1.En
 	if o.AppName != "" {
 		appName = strings.ToUpper(o.AppName)
 	}
-	vip := cmp.Or(o.VIPAddress, spec.VIPAddress, strings.ToLower(appName))
-	secureVIP := cmp.Or(o.SecureVIPAddress, spec.SecureVIPAddress, strings.ToLower(appName))
+	s := sidecar.Defaults(appName, int(port))
+	s.VIPAddress = cmp.Or(o.VIPAddress, spec.VIPAddress, s.VIPAddress)
+	s.SecureVIPAddress = cmp.Or(o.SecureVIPAddress, spec.SecureVIPAddress, s.SecureVIPAddress)
 
-	urls := spec.Eureka.ServiceURLs
-	if len(urls) == 0 {
-		urls = cfg.Defaults.EurekaURLs
+	s.EurekaURLs = spec.Eureka.ServiceURLs
+	if len(s.EurekaURLs) == 0 {
+		s.EurekaURLs = cfg.Defaults.EurekaURLs
 	}
-	if len(urls) == 0 {
-		return nil, fmt.Errorf("no Eureka server: set spec.eureka.serviceURLs of EurekaSyncer %s or the manager's --eureka-url", cfg.Syncer.Name)
-	}
-
-	env := []corev1.EnvVar{
-		fieldEnv(sidecar.EnvPodName, "metadata.name"),
-		fieldEnv(sidecar.EnvPodNamespace, "metadata.namespace"),
-		fieldEnv(sidecar.EnvPodUID, "metadata.uid"),
-		fieldEnv(sidecar.EnvPodIP, "status.podIP"),
-		fieldEnv(sidecar.EnvNodeName, "spec.nodeName"),
-		{Name: sidecar.EnvAppName, Value: appName},
-		{Name: sidecar.EnvVIPAddress, Value: vip},
-		{Name: sidecar.EnvPort, Value: strconv.Itoa(int(port))},
+	if len(s.EurekaURLs) == 0 {
+		return sidecar.Config{}, fmt.Errorf("no Eureka server: set spec.eureka.serviceURLs of EurekaSyncer %s or the manager's --eureka-url", cfg.Syncer.Name)
 	}
 
 	securePort := spec.SecurePort
 	securePortSource := fmt.Sprintf("spec.securePort of EurekaSyncer %s", cfg.Syncer.Name)
 	if o.SecurePort != nil {
-		securePort, securePortSource = o.SecurePort, "annotation "+AnnotationSecurePort
+		securePort, securePortSource = o.SecurePort, "annotation "+v1alpha1.AnnotationSecurePort
 	}
 	if securePort != nil {
 		n, err := resolvePort(pod, *securePort, securePortSource)
 		if err != nil {
-			return nil, err
+			return sidecar.Config{}, err
 		}
 		if n == port {
-			return nil, fmt.Errorf("secure port %d (%s) equals the registered port", n, securePortSource)
+			return sidecar.Config{}, fmt.Errorf("secure port %d (%s) equals the registered port", n, securePortSource)
 		}
-		env = append(env,
-			corev1.EnvVar{Name: sidecar.EnvSecurePort, Value: strconv.Itoa(int(n))},
-			corev1.EnvVar{Name: sidecar.EnvSecureVIPAddress, Value: secureVIP})
+		s.SecurePort = int(n)
 	}
 
-	env = append(env, corev1.EnvVar{Name: sidecar.EnvEurekaURLs, Value: strings.Join(urls, ",")})
-	if ref := spec.Eureka.CredentialsSecretRef; ref != nil && ref.Name != "" {
-		env = append(env, secretEnv(sidecar.EnvEurekaUsername, ref.Name, "username"), secretEnv(sidecar.EnvEurekaPassword, ref.Name, "password"))
-	}
+	s.Metadata = metadata(cfg)
+	s.ClusterID = cfg.Defaults.ClusterID
+	s.Syncer = cfg.Syncer.Name
 
-	if md := metadata(cfg); len(md) > 0 {
-		raw, err := json.Marshal(md)
-		if err != nil {
-			return nil, fmt.Errorf("encode metadata: %w", err)
-		}
-		env = append(env, corev1.EnvVar{Name: sidecar.EnvMetadata, Value: string(raw)})
-	}
-	env = append(env,
-		corev1.EnvVar{Name: sidecar.EnvClusterID, Value: cfg.Defaults.ClusterID},
-		corev1.EnvVar{Name: sidecar.EnvSyncer, Value: cfg.Syncer.Name})
-
-	health, err := resolveHealthCheck(pod, app, port, cfg)
+	health, err := resolveHealthCheck(pod, app, s.Health, cfg)
 	if err != nil {
-		return nil, err
+		return sidecar.Config{}, err
 	}
-	env = append(env, health.env()...)
+	s.Health = health
 
-	renewal := orDefault(spec.Lease.RenewalIntervalSeconds, defaultRenewalIntervalSeconds)
-	duration := orDefault(spec.Lease.DurationSeconds, defaultLeaseDurationSeconds)
+	s.RenewalInterval = orDefault(spec.Lease.RenewalIntervalSeconds, s.RenewalInterval)
+	s.LeaseDuration = orDefault(spec.Lease.DurationSeconds, s.LeaseDuration)
+	s.LogLevel = cmp.Or(cfg.Defaults.RegistrarLogLevel, s.LogLevel)
+	return s, nil
+}
+
+// registrarEnv renders the settings as the container's environment: the
+// pod's identity from the downward API, then the settings (sidecar's
+// rendering), then the credentials from the syncer's Secret.
+func registrarEnv(s sidecar.Config, credentials *corev1.LocalObjectReference) []corev1.EnvVar {
+	rendered := s.Env()
+	env := make([]corev1.EnvVar, 0, len(rendered)+7)
 	env = append(env,
-		corev1.EnvVar{Name: sidecar.EnvLeaseRenewalInterval, Value: seconds(renewal)},
-		corev1.EnvVar{Name: sidecar.EnvLeaseDuration, Value: seconds(duration)},
-		corev1.EnvVar{Name: sidecar.EnvShutdownTimeout, Value: registrarShutdownTimeout.String()},
-		corev1.EnvVar{Name: sidecar.EnvLogLevel, Value: cmp.Or(cfg.Defaults.RegistrarLogLevel, "info")})
-	return env, nil
+		fieldEnv(sidecar.EnvPodName, "metadata.name"),
+		fieldEnv(sidecar.EnvPodNamespace, "metadata.namespace"),
+		fieldEnv(sidecar.EnvPodUID, "metadata.uid"),
+		fieldEnv(sidecar.EnvPodIP, "status.podIP"),
+		fieldEnv(sidecar.EnvNodeName, "spec.nodeName"))
+	for _, e := range rendered {
+		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+	}
+	if credentials != nil && credentials.Name != "" {
+		env = append(env, secretEnv(sidecar.EnvEurekaUsername, credentials.Name, "username"), secretEnv(sidecar.EnvEurekaPassword, credentials.Name, "password"))
+	}
+	return env
 }
 
 // metadata merges the syncer's metadata with the pod's annotations; the
@@ -285,56 +284,28 @@ func metadata(cfg Config) map[string]string {
 	return md
 }
 
-// healthCheck is the resolved health check of the registrar.
-type healthCheck struct {
-	kind             v1alpha1.HealthCheckType
-	scheme, path     string
-	port             int32
-	period, timeout  int32
-	failureThreshold int32
-	successThreshold int32
-}
-
-func (h healthCheck) env() []corev1.EnvVar {
-	env := []corev1.EnvVar{{Name: sidecar.EnvHealthType, Value: strings.ToLower(string(h.kind))}}
-	if h.kind == v1alpha1.HealthCheckHTTP {
-		env = append(env,
-			corev1.EnvVar{Name: sidecar.EnvHealthScheme, Value: h.scheme},
-			corev1.EnvVar{Name: sidecar.EnvHealthPath, Value: h.path})
-	}
-	return append(env,
-		corev1.EnvVar{Name: sidecar.EnvHealthPort, Value: strconv.Itoa(int(h.port))},
-		corev1.EnvVar{Name: sidecar.EnvHealthPeriod, Value: seconds(h.period)},
-		corev1.EnvVar{Name: sidecar.EnvHealthTimeout, Value: seconds(h.timeout)},
-		corev1.EnvVar{Name: sidecar.EnvHealthFailureThreshold, Value: strconv.Itoa(int(h.failureThreshold))},
-		corev1.EnvVar{Name: sidecar.EnvHealthSuccessThreshold, Value: strconv.Itoa(int(h.successThreshold))})
-}
-
 // resolveHealthCheck picks the syncer's healthCheck, else the app
-// container's readinessProbe (httpGet or tcpSocket), else TCP on the
-// registered port; then applies the pod's annotations.
-func resolveHealthCheck(pod *corev1.Pod, app int, port int32, cfg Config) (healthCheck, error) {
-	h := healthCheck{kind: v1alpha1.HealthCheckTCP, scheme: "HTTP", port: port, period: 5, timeout: 1, failureThreshold: 3, successThreshold: 1}
+// container's readinessProbe (httpGet or tcpSocket), else h (the
+// registrar's default: TCP on the registered port); then applies the pod's
+// annotations.
+func resolveHealthCheck(pod *corev1.Pod, app int, h sidecar.HealthConfig, cfg Config) (sidecar.HealthConfig, error) {
 	var probePort *intstr.IntOrString
 	portSource := ""
 	if hc := cfg.Syncer.Spec.HealthCheck; hc != nil {
-		h.kind, h.path = hc.Type, hc.Path
-		h.scheme = cmp.Or(hc.Scheme, "HTTP")
-		h.period = orDefault(hc.PeriodSeconds, 5)
-		h.timeout = orDefault(hc.TimeoutSeconds, 1)
-		h.failureThreshold = orDefault(hc.FailureThreshold, 3)
-		h.successThreshold = orDefault(hc.SuccessThreshold, 1)
+		h.Type, h.Path, h.Scheme = strings.ToLower(string(hc.Type)), hc.Path, hc.Scheme
+		h.Period = orDefault(hc.PeriodSeconds, h.Period)
+		h.Timeout = orDefault(hc.TimeoutSeconds, h.Timeout)
+		h.FailureThreshold = countOr(hc.FailureThreshold, h.FailureThreshold)
+		h.SuccessThreshold = countOr(hc.SuccessThreshold, h.SuccessThreshold)
 		probePort, portSource = hc.Port, fmt.Sprintf("spec.healthCheck.port of EurekaSyncer %s", cfg.Syncer.Name)
 	} else if p := pod.Spec.Containers[app].ReadinessProbe; p != nil && (p.HTTPGet != nil || p.TCPSocket != nil) {
-		// Kubernetes' probe defaults, since the registrar mirrors the probe.
-		h.period = orDefault(p.PeriodSeconds, 10)
-		h.timeout = orDefault(p.TimeoutSeconds, 1)
-		h.failureThreshold = orDefault(p.FailureThreshold, 3)
-		h.successThreshold = orDefault(p.SuccessThreshold, 1)
+		h.Period = orDefault(p.PeriodSeconds, probeDefaultPeriod)
+		h.Timeout = orDefault(p.TimeoutSeconds, probeDefaultTimeout)
+		h.FailureThreshold = countOr(p.FailureThreshold, probeDefaultFailures)
+		h.SuccessThreshold = countOr(p.SuccessThreshold, probeDefaultSuccesses)
 		source := fmt.Sprintf("the readinessProbe of container %s", pod.Spec.Containers[app].Name)
 		if p.HTTPGet != nil {
-			h.kind, h.path = v1alpha1.HealthCheckHTTP, cmp.Or(p.HTTPGet.Path, "/")
-			h.scheme = cmp.Or(string(p.HTTPGet.Scheme), "HTTP")
+			h.Type, h.Path, h.Scheme = sidecar.HealthHTTP, cmp.Or(p.HTTPGet.Path, "/"), string(p.HTTPGet.Scheme)
 			probePort, portSource = &p.HTTPGet.Port, source
 		} else {
 			probePort, portSource = &p.TCPSocket.Port, source
@@ -343,29 +314,28 @@ func resolveHealthCheck(pod *corev1.Pod, app int, port int32, cfg Config) (healt
 
 	o := &cfg.Overrides
 	if o.HealthPort != nil {
-		probePort, portSource = o.HealthPort, "annotation "+AnnotationHealthPort
+		probePort, portSource = o.HealthPort, "annotation "+v1alpha1.AnnotationHealthPort
 	}
 	if probePort != nil {
 		n, err := resolvePort(pod, *probePort, portSource)
 		if err != nil {
-			return healthCheck{}, err
+			return sidecar.HealthConfig{}, err
 		}
-		h.port = n
+		h.Port = int(n)
 	}
 	if o.HealthType != "" {
-		h.kind = o.HealthType
+		h.Type = strings.ToLower(string(o.HealthType))
 	} else if o.HealthPath != "" {
-		h.kind = v1alpha1.HealthCheckHTTP
+		h.Type = sidecar.HealthHTTP
 	}
-	if o.HealthPath != "" {
-		h.path = o.HealthPath
+	h.Path = cmp.Or(o.HealthPath, h.Path)
+	h.Scheme = strings.ToLower(cmp.Or(o.HealthScheme, h.Scheme, "HTTP"))
+	if h.Type != sidecar.HealthHTTP {
+		h.Path, h.Scheme = "", "" // a TCP check has neither
 	}
-	if o.HealthScheme != "" {
-		h.scheme = o.HealthScheme
-	}
-	if h.kind == v1alpha1.HealthCheckHTTP && h.path == "" {
-		return healthCheck{}, fmt.Errorf("annotation %s: invalid value %q: an HTTP health check needs a path; set %s too",
-			AnnotationHealthType, o.HealthType, AnnotationHealthPath)
+	if h.Type == sidecar.HealthHTTP && h.Path == "" {
+		return sidecar.HealthConfig{}, fmt.Errorf("annotation %s: invalid value %q: an HTTP health check needs a path; set %s too",
+			v1alpha1.AnnotationHealthType, o.HealthType, v1alpha1.AnnotationHealthPath)
 	}
 	return h, nil
 }
@@ -455,11 +425,18 @@ func secretEnv(name, secret, key string) corev1.EnvVar {
 	}}}
 }
 
-func seconds(n int32) string { return (time.Duration(n) * time.Second).String() }
+// orDefault is n seconds, or def when n is unset (0).
+func orDefault(n int32, def time.Duration) time.Duration {
+	if n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	return def
+}
 
-func orDefault(v, def int32) int32 {
-	if v > 0 {
-		return v
+// countOr is n, or def when n is unset (0).
+func countOr(n int32, def int) int {
+	if n > 0 {
+		return int(n)
 	}
 	return def
 }

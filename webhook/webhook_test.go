@@ -24,15 +24,15 @@ var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
 
 func TestParseAnnotations_AcceptsEveryDocumentedOverride(t *testing.T) {
 	o, err := ParseAnnotations(map[string]string{
-		AnnotationAppName:                   "orders-v2",
-		AnnotationPort:                      "8081",
-		AnnotationPreStopSleep:              "20",
-		AnnotationHealthPath:                "/ready",
-		AnnotationSidecarCPU:                "50m",
-		AnnotationSidecarMemory:             "48Mi",
-		AnnotationMetadataPrefix + "zone":   "zone-b",
-		AnnotationMetadataPrefix + "canary": "true",
-		"unrelated.example/annotation":      "anything",
+		v1alpha1.AnnotationAppName:                   "orders-v2",
+		v1alpha1.AnnotationPort:                      "8081",
+		v1alpha1.AnnotationPreStopSleep:              "20",
+		v1alpha1.AnnotationHealthPath:                "/ready",
+		v1alpha1.AnnotationSidecarCPU:                "50m",
+		v1alpha1.AnnotationSidecarMemory:             "48Mi",
+		v1alpha1.AnnotationMetadataPrefix + "zone":   "zone-b",
+		v1alpha1.AnnotationMetadataPrefix + "canary": "true",
+		"unrelated.example/annotation":               "anything",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -46,15 +46,15 @@ func TestParseAnnotations_DeniesBadValuesNamingKeyValueAndAllowed(t *testing.T) 
 	for _, tc := range []struct {
 		key, value, allowed string
 	}{
-		{AnnotationPort, "0", "1 to 65535"},
-		{AnnotationPort, "Not_A_Name", "port name"},
-		{AnnotationPreStopSleep, "-1", ""},
-		{AnnotationPreStopSleep, "ten", ""},
-		{AnnotationAppName, "-orders", "letters"},
-		{AnnotationHealthPath, "ready", "/"},
-		{AnnotationSidecarMemory, "lots", ""},
-		{AnnotationInject, "maybe", "true"},
-		{AnnotationMetadataPrefix + "bad key", "v", ""},
+		{v1alpha1.AnnotationPort, "0", "1 to 65535"},
+		{v1alpha1.AnnotationPort, "Not_A_Name", "port name"},
+		{v1alpha1.AnnotationPreStopSleep, "-1", ""},
+		{v1alpha1.AnnotationPreStopSleep, "ten", ""},
+		{v1alpha1.AnnotationAppName, "-orders", "letters"},
+		{v1alpha1.AnnotationHealthPath, "ready", "/"},
+		{v1alpha1.AnnotationSidecarMemory, "lots", ""},
+		{v1alpha1.AnnotationInject, "maybe", "true"},
+		{v1alpha1.AnnotationMetadataPrefix + "bad key", "v", ""},
 		{v1alpha1.AnnotationPrefix + "app-nmae", "orders", "no such annotation"},
 	} {
 		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
@@ -93,11 +93,11 @@ func TestDecide_ReasonsForEveryOutcome(t *testing.T) {
 		{"excluded namespace", springPod(), Namespace{Excluded: true, Labels: enabledNamespace().Labels}, []v1alpha1.EurekaSyncer{orders}, ReasonNamespaceExcluded},
 		{"namespace not labelled", springPod(), Namespace{}, []v1alpha1.EurekaSyncer{orders}, ReasonNamespaceNotEnabled},
 		{"opted out by label", withLabel(v1alpha1.InjectLabel, "false"), enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, ReasonOptedOut},
-		{"opted out by annotation", withAnnotation(AnnotationInject, "false"), enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, ReasonOptedOut},
+		{"opted out by annotation", withAnnotation(v1alpha1.AnnotationInject, "false"), enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, ReasonOptedOut},
 		{"already injected", injected, enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, ReasonAlreadyInjected},
 		{"no matching syncer", withLabel("app", "billing"), enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, ReasonNoMatchingSyncer},
 		{"only a deleting syncer", springPod(), enabledNamespace(), []v1alpha1.EurekaSyncer{deleting}, ReasonSyncerDeleting},
-		{"invalid annotation", withAnnotation(AnnotationPort, "0"), enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, ReasonInvalidAnnotation},
+		{"invalid annotation", withAnnotation(v1alpha1.AnnotationPort, "0"), enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, ReasonInvalidAnnotation},
 		{"matching syncer", springPod(), enabledNamespace(), []v1alpha1.EurekaSyncer{orders, deleting}, ReasonInjected},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,22 +277,14 @@ func TestMutate_UnknownPortNameIsAnError(t *testing.T) {
 	}
 }
 
-// inject runs what the handler runs, without I/O: the decision, then the
-// mutation when the pod is injected; otherwise the pod comes back as is.
+// inject runs what the handler runs, without I/O.
 func inject(t *testing.T, pod *corev1.Pod, syncers ...v1alpha1.EurekaSyncer) *corev1.Pod {
 	t.Helper()
-	d := Decide(pod, enabledNamespace(), syncers)
-	if d.Reason == ReasonMeantToFinish {
-		return Skip(pod, d.Syncer.Name, *d.Skipped)
+	r := Inject(pod, enabledNamespace(), syncers, testDefaults)
+	if r.Denied != "" {
+		t.Fatal(r.Denied)
 	}
-	if !d.Inject {
-		return pod
-	}
-	out, _, err := Mutate(pod, Config{Syncer: d.Syncer, Overrides: d.Overrides, Defaults: testDefaults})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return r.Pod
 }
 
 func withPreStop(hook *corev1.LifecycleHandler) func() *corev1.Pod {

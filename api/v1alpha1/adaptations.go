@@ -6,21 +6,6 @@ import (
 	"sort"
 )
 
-// AdaptationsAnnotation records on a pod what the webhook adapted or could
-// not do for it, as a JSON list of Adaptation. Admission warnings never
-// reach a human for pods made by controllers, so the reconciler reads this
-// annotation and reports it as Events, status and metrics on the syncer.
-const AdaptationsAnnotation = "eurekube.io/adaptations"
-
-// DrainAnnotation records the drain, in seconds, the webhook gave every app
-// container of an injected pod ("0": none). An injected pod without it was
-// injected before drains were recorded.
-const DrainAnnotation = "eurekube.io/drain"
-
-// StatusSkipped marks a pod that a syncer selects but that the webhook left
-// without the registrar on purpose; its adaptations say why.
-const StatusSkipped = "skipped"
-
 // AdaptationReason names one cause of an adaptation. The same value is the
 // Event reason, the status entry and the metric label.
 type AdaptationReason string

@@ -1,6 +1,9 @@
 package v1alpha1
 
-// Names shared by the webhook, the registrar and the reconciler.
+// Every eurekube.io/ label and annotation key, and the names shared by the
+// webhook, the reconciler and the tests. The Eureka metadata markers the
+// registrar writes (eurekube.io/managed-by, …) are in eureka/types.go: the
+// registrar binary imports no Kubernetes package, this one included.
 const (
 	// NamespaceInjectionLabel opts a namespace in: value "enabled".
 	NamespaceInjectionLabel = "eurekube.io/injection"
@@ -11,17 +14,54 @@ const (
 	// AnnotationPrefix starts every Eurekube pod annotation; unknown keys
 	// with this prefix deny the pod so that typos never pass silently.
 	AnnotationPrefix = "eurekube.io/"
-	// StatusAnnotation is set to StatusInjected on every injected pod.
+	// StatusAnnotation is set to StatusInjected on every injected pod, and
+	// to StatusSkipped on a pod a syncer selects but that stays without the
+	// registrar on purpose.
 	StatusAnnotation = "eurekube.io/status"
 	StatusInjected   = "injected"
+	// StatusSkipped marks a pod that a syncer selects but that the webhook
+	// left without the registrar on purpose; its adaptations say why.
+	StatusSkipped = "skipped"
 	// SyncerAnnotation names the syncer that injected the pod.
 	SyncerAnnotation = "eurekube.io/syncer"
-
-	// RegistrarContainerName is the name of the injected sidecar.
-	RegistrarContainerName = "eurekube-registrar"
+	// AdaptationsAnnotation records on a pod what the webhook adapted or
+	// could not do for it, as a JSON list of Adaptation. Admission warnings
+	// never reach a human for pods made by controllers, so the reconciler
+	// reads this annotation and reports it as Events, status and metrics on
+	// the syncer.
+	AdaptationsAnnotation = "eurekube.io/adaptations"
+	// DrainAnnotation records the drain, in seconds, the webhook gave every
+	// app container of an injected pod ("0": none). An injected pod without
+	// it was injected before drains were recorded.
+	DrainAnnotation = "eurekube.io/drain"
 
 	// Finalizer keeps a deleted syncer until its instances are gone.
 	Finalizer = "eurekube.io/finalizer"
+
+	// RegistrarContainerName is the name of the injected sidecar.
+	RegistrarContainerName = "eurekube-registrar"
+)
+
+// Pod annotations a user may set to override the syncer for one pod. The
+// webhook validates each (webhook/annotations.go); a bad value denies the
+// pod.
+const (
+	AnnotationInject           = InjectLabel // "true" or "false"
+	AnnotationAppName          = AnnotationPrefix + "app-name"
+	AnnotationVIPAddress       = AnnotationPrefix + "vip-address"
+	AnnotationSecureVIPAddress = AnnotationPrefix + "secure-vip-address"
+	AnnotationPort             = AnnotationPrefix + "port"
+	AnnotationSecurePort       = AnnotationPrefix + "secure-port"
+	AnnotationPreStopSleep     = AnnotationPrefix + "prestop-sleep"
+	AnnotationHealthType       = AnnotationPrefix + "health-type"
+	AnnotationHealthScheme     = AnnotationPrefix + "health-scheme"
+	AnnotationHealthPath       = AnnotationPrefix + "health-path"
+	AnnotationHealthPort       = AnnotationPrefix + "health-port"
+	AnnotationSidecarCPU       = AnnotationPrefix + "sidecar-cpu"
+	AnnotationSidecarMemory    = AnnotationPrefix + "sidecar-memory"
+	// AnnotationMetadataPrefix starts one Eureka metadata entry per
+	// annotation: eurekube.io/metadata.zone: eu-1.
+	AnnotationMetadataPrefix = AnnotationPrefix + "metadata."
 )
 
 // Condition types of EurekaSyncerStatus. Each is named for what True

@@ -325,10 +325,10 @@ func malformedCases(t *testing.T, app cluster.App) []malformedCase {
 	bad := []string{"", " ", "-1", "0", "65536", "99999999999999999999", "1e3", "abc", "UDP", "grpc", "no-slash", "/with space",
 		"/tab\there", "/nul\x00", "ünïcødé", "a,", ".a", "-a", strings.Repeat("x", 2000), "50M ", "-5Mi", "0m", "1/2", "true ", "yes",
 		"${jndi:ldap://x}", "'; DROP TABLE", "\r\n", "3601", "1.5"}
-	keys := []string{webhook.AnnotationInject, webhook.AnnotationAppName, webhook.AnnotationVIPAddress, webhook.AnnotationSecureVIPAddress,
-		webhook.AnnotationPort, webhook.AnnotationSecurePort, webhook.AnnotationPreStopSleep, webhook.AnnotationHealthType,
-		webhook.AnnotationHealthScheme, webhook.AnnotationHealthPath, webhook.AnnotationHealthPort, webhook.AnnotationSidecarCPU,
-		webhook.AnnotationSidecarMemory, webhook.AnnotationMetadataPrefix + "zone", webhook.AnnotationMetadataPrefix + "9bad key",
+	keys := []string{v1alpha1.AnnotationInject, v1alpha1.AnnotationAppName, v1alpha1.AnnotationVIPAddress, v1alpha1.AnnotationSecureVIPAddress,
+		v1alpha1.AnnotationPort, v1alpha1.AnnotationSecurePort, v1alpha1.AnnotationPreStopSleep, v1alpha1.AnnotationHealthType,
+		v1alpha1.AnnotationHealthScheme, v1alpha1.AnnotationHealthPath, v1alpha1.AnnotationHealthPort, v1alpha1.AnnotationSidecarCPU,
+		v1alpha1.AnnotationSidecarMemory, v1alpha1.AnnotationMetadataPrefix + "zone", v1alpha1.AnnotationMetadataPrefix + "9bad key",
 		v1alpha1.AnnotationPrefix + "unknown"}
 	for _, key := range keys {
 		values := append([]string(nil), bad...)

@@ -156,7 +156,6 @@ func setupWebhook(ctx context.Context, mgr manager.Manager, cfg Config, clusterI
 	h := webhook.NewHandler(webhook.Options{
 		Reader:             mgr.GetCache(),
 		LiveReader:         mgr.GetAPIReader(),
-		Decoder:            admission.NewDecoder(mgr.GetScheme()),
 		Defaults:           webhookDefaults(cfg, clusterID),
 		ExcludedNamespaces: excluded,
 		Logger:             log.WithField("part", "webhook"),

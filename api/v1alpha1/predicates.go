@@ -1,0 +1,47 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// RunsRegistrar is true when the pod has the registrar container, whoever
+// put it there.
+func RunsRegistrar(pod *corev1.Pod) bool {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == RegistrarContainerName {
+			return true
+		}
+	}
+	return false
+}
+
+// MarkedInjected is true when the webhook recorded the pod as injected.
+func MarkedInjected(pod *corev1.Pod) bool {
+	return pod.Annotations[StatusAnnotation] == StatusInjected
+}
+
+// PodSelector is the syncer's selector as a labels.Selector. An empty
+// selector selects no pod: a syncer registers the pods it names, never a
+// whole namespace by accident.
+func (s *EurekaSyncer) PodSelector() (labels.Selector, error) {
+	selector, err := metav1.LabelSelectorAsSelector(&s.Spec.Selector)
+	if err != nil {
+		return nil, err
+	}
+	if selector.Empty() {
+		return labels.Nothing(), nil
+	}
+	return selector, nil
+}
+
+// Selects is true when the syncer's selector matches podLabels; an invalid
+// selector is an error.
+func (s *EurekaSyncer) Selects(podLabels map[string]string) (bool, error) {
+	selector, err := s.PodSelector()
+	if err != nil {
+		return false, err
+	}
+	return selector.Matches(labels.Set(podLabels)), nil
+}

@@ -1,0 +1,157 @@
+package webhook
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/sidecar"
+)
+
+func TestInject_PatchTurnsTheRequestIntoThePod(t *testing.T) {
+	orders := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	for name, pod := range map[string]func() *corev1.Pod{
+		"spring boot":     springPod,
+		"exec hook, init": withPreStop(&corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/drain"}}}),
+		"own annotations": func() *corev1.Pod { p := springPod(); p.Annotations = map[string]string{"team": "shop"}; return p },
+		"own grace period": func() *corev1.Pod {
+			p := springPod()
+			g := int64(10)
+			p.Spec.TerminationGracePeriodSeconds = &g
+			return p
+		},
+		"job pod, skipped":     func() *corev1.Pod { p := springPod(); p.Spec.RestartPolicy = corev1.RestartPolicyNever; return p },
+		"already injected":     func() *corev1.Pod { return inject(t, springPod(), orders) },
+		"not selected":         func() *corev1.Pod { p := springPod(); p.Labels["app"] = "billing"; return p },
+		"init container, vols": twoContainersAndInit,
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := pod()
+			raw, err := json.Marshal(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Inject(in, enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, testDefaults)
+			var doc map[string]any
+			if err := json.Unmarshal(raw, &doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range r.Patch {
+				applyAdd(t, doc, op.Path, op.Value)
+			}
+			patched, err := json.Marshal(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got corev1.Pod
+			if err := json.Unmarshal(patched, &got); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(&got, r.Pod) {
+				t.Fatalf("the patch %+v makes\n%s\nwant the pod Inject made", r.Patch, patched)
+			}
+		})
+	}
+}
+
+func twoContainersAndInit() *corev1.Pod {
+	p := springPod()
+	p.Spec.InitContainers = []corev1.Container{{Name: "migrate", Image: "registry.example/flyway:10"}}
+	p.Spec.Volumes = []corev1.Volume{{Name: "cache", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/pause", Port: intstr.FromString("http")}}}
+	return p
+}
+
+// applyAdd applies one JSON patch "add" to an object member, as the API
+// server does.
+func applyAdd(t *testing.T, doc map[string]any, path string, value any) {
+	t.Helper()
+	keys := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for _, k := range keys[:len(keys)-1] {
+		next, ok := doc[k].(map[string]any)
+		if !ok {
+			t.Fatalf("patch path %s: no object at %s", path, k)
+		}
+		doc = next
+	}
+	raw, err := json.Marshal(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	doc[keys[len(keys)-1]] = v
+}
+
+// The registrar reads back the settings the webhook resolved: the env
+// contract has one rendering and one parser, sidecar's.
+func TestInject_TheRegistrarReadsWhatTheWebhookRenders(t *testing.T) {
+	s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	s.Spec.Eureka.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "eureka-login"}
+	r := Inject(springPod(), enabledNamespace(), []v1alpha1.EurekaSyncer{s}, testDefaults)
+	if !r.Inject {
+		t.Fatalf("not injected: %s %v", r.Reason, r.Err)
+	}
+	registrar := r.Pod.Spec.Containers[len(r.Pod.Spec.Containers)-1]
+	kubelet := map[string]string{ // what the downward API and the Secret give
+		"metadata.name": "orders-1", "metadata.namespace": "shop", "metadata.uid": "u-1", "status.podIP": "10.0.0.7", "spec.nodeName": "node-1",
+		"username": "user", "password": "secret",
+	}
+	var env []sidecar.EnvVar
+	for _, e := range registrar.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env = append(env, sidecar.EnvVar{Name: e.Name, Value: e.Value})
+		case e.ValueFrom.FieldRef != nil:
+			env = append(env, sidecar.EnvVar{Name: e.Name, Value: kubelet[e.ValueFrom.FieldRef.FieldPath]})
+		case e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == "eureka-login":
+			env = append(env, sidecar.EnvVar{Name: e.Name, Value: kubelet[e.ValueFrom.SecretKeyRef.Key]})
+		default:
+			t.Fatalf("env %s: unexpected source %+v", e.Name, e.ValueFrom)
+		}
+	}
+	cfg, err := sidecar.ParseEnv(sidecar.LookupIn(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sidecar.Defaults("ORDERS", 8080)
+	want.PodName, want.PodNamespace, want.PodUID, want.PodIP, want.NodeName = "orders-1", "shop", "u-1", "10.0.0.7", "node-1"
+	want.Username, want.Password = "user", "secret"
+	want.EurekaURLs, want.Metadata = testDefaults.EurekaURLs, map[string]string{"zone": "zone-a"}
+	want.ClusterID, want.Syncer = testDefaults.ClusterID, "orders"
+	want.Health = sidecar.HealthConfig{Type: sidecar.HealthHTTP, Scheme: "http", Path: "/actuator/health", Port: 8080,
+		Period: 5 * time.Second, Timeout: time.Second, FailureThreshold: 3, SuccessThreshold: 1}
+	if !equality.Semantic.DeepEqual(cfg, want) {
+		t.Fatalf("the registrar reads\n%+v\nwant\n%+v", cfg, want)
+	}
+}
+
+// encodePatch writes what Response.Complete would write from the same
+// operations.
+func TestEncodePatch_IsTheJSONOfTheOperations(t *testing.T) {
+	r := Inject(twoContainersAndInit(), enabledNamespace(), []v1alpha1.EurekaSyncer{syncer("orders", time.Hour, map[string]string{"app": "orders"})}, testDefaults)
+	got, err := encodePatch(r.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(r.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%v: %s", err, got)
+	}
+	_ = json.Unmarshal(want, &w)
+	if !equality.Semantic.DeepEqual(g, w) {
+		t.Fatalf("encoded\n%s\nwant\n%s", got, want)
+	}
+}

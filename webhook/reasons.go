@@ -1,0 +1,47 @@
+package webhook
+
+// Reason says why a pod was or was not injected. The same constant labels
+// the metric, the log line and the response message.
+type Reason string
+
+// Reasons of a Decision.
+const (
+	// ReasonInjected: the pod gets the registrar.
+	ReasonInjected Reason = "injected"
+	// ReasonNamespaceExcluded: the manager's own namespace or kube-system.
+	ReasonNamespaceExcluded Reason = "namespace-excluded"
+	// ReasonNamespaceNotEnabled: the namespace lacks eurekube.io/injection=enabled.
+	ReasonNamespaceNotEnabled Reason = "namespace-not-enabled"
+	// ReasonOptedOut: label or annotation eurekube.io/inject=false.
+	ReasonOptedOut Reason = "opted-out"
+	// ReasonNoMatchingSyncer: no syncer of the namespace selects the pod.
+	ReasonNoMatchingSyncer Reason = "no-matching-syncer"
+	// ReasonAlreadyInjected: the registrar container or the status
+	// annotation is present (a reinvocation, or a pod copied from an
+	// injected one).
+	ReasonAlreadyInjected Reason = "already-injected"
+	// ReasonSyncerDeleting: only syncers being deleted select the pod.
+	ReasonSyncerDeleting Reason = "syncer-deleting"
+	// ReasonInvalidAnnotation: a eurekube.io/ annotation is unknown or bad;
+	// the pod is denied.
+	ReasonInvalidAnnotation Reason = "invalid-annotation"
+	// ReasonMeantToFinish: the pod's restartPolicy is Never or OnFailure (a
+	// Job's pod). The registrar, a regular container that runs until the pod
+	// stops, would keep it from ever completing, so the pod is only
+	// annotated as skipped, naming the syncer that selects it.
+	ReasonMeantToFinish Reason = "meant-to-finish"
+	// ReasonInvalidConfig: the syncer and the pod do not fit together (a
+	// port name the pod does not declare, no Eureka URL, no image); the pod
+	// is denied. Set by Inject when Mutate fails.
+	ReasonInvalidConfig Reason = "invalid-config"
+)
+
+// Reasons the handler gives requests that never reach Inject.
+const (
+	// ReasonNotAPodCreate: another kind or operation; allowed untouched.
+	ReasonNotAPodCreate Reason = "not-a-pod-create"
+	// ReasonMalformed: the request could not be decoded.
+	ReasonMalformed Reason = "malformed-request"
+	// ReasonLookupFailed: the namespace or the syncers could not be read.
+	ReasonLookupFailed Reason = "lookup-failed"
+)
