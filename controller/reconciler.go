@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -50,9 +51,11 @@ const (
 	lastSyncRefresh = 5 * time.Minute
 	// maxNamedPods is how many names a condition message or event lists.
 	maxNamedPods = 5
-	// maxConcurrentReconciles: a syncer whose Eureka times out must not
-	// hold up the others.
-	maxConcurrentReconciles = 4
+	// maxConcurrentReconciles: a reconcile mostly waits for the API
+	// server (Eureka is read once per resync for all syncers of a server
+	// set), so reconciles overlap those waits; and syncers of a server
+	// that times out must not hold up the others.
+	maxConcurrentReconciles = 16
 )
 
 // Reconciler keeps EurekaSyncer status true, collects orphans and detaches
@@ -112,7 +115,9 @@ func Setup(mgr manager.Manager, o Options) error {
 // matching is reconciled too.
 func (r *Reconciler) syncersOfPod(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list v1alpha1.EurekaSyncerList
-	if err := r.client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+	// Read only, and called for every pod event (each pod of the cluster at
+	// start-up): no deep copy of the namespace's syncers each time.
+	if err := r.client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		r.log.WithError(err).WithField("namespace", obj.GetNamespace()).Warn("list syncers for a pod event")
 		return nil
 	}
@@ -168,7 +173,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	setAdaptationGauges(&s, obs.pods.adaptations)
 	previous := s.Status.Adaptations
-	if err := r.writeStatus(ctx, &s, &obs); err != nil {
+	if err := r.writeStatus(ctx, &s, &obs); errors.Is(err, errStale) {
+		return reconcile.Result{RequeueAfter: staleRetry}, nil
+	} else if err != nil {
 		return reconcile.Result{}, err
 	}
 	// After the write: a failed write reports the change on the next try,
@@ -255,16 +262,31 @@ func (r *Reconciler) markers(s *v1alpha1.EurekaSyncer) map[string]string {
 	}
 }
 
-// writeStatus writes the status computed from obs when it changed.
+// errStale: the syncer read from the cache is older than the API server's
+// copy (the cache has not yet seen this reconciler's previous write).
+var errStale = errors.New("the cached syncer is older than the API server's")
+
+// staleRetry: a cache lags by milliseconds.
+const staleRetry = 250 * time.Millisecond
+
+// writeStatus writes the status computed from obs when it changed. The
+// write is conditional on the syncer's resourceVersion (errStale when it
+// moved on): a status computed from a stale copy would report again, as
+// new, the adaptations the previous write already reported.
 func (r *Reconciler) writeStatus(ctx context.Context, s *v1alpha1.EurekaSyncer, obs *observed) error {
 	next, changed := nextStatus(s, obs, metav1.Now())
 	if !changed {
 		return nil
 	}
-	patch := client.MergeFrom(s.DeepCopy())
+	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	s.Status = next
-	if err := r.client.Status().Patch(ctx, s, patch); err != nil && !apierrors.IsNotFound(err) {
+	err := r.client.Status().Patch(ctx, s, patch)
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return errStale
+	default:
 		return fmt.Errorf("write status: %w", err)
 	}
-	return nil
 }
