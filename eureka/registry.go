@@ -89,65 +89,67 @@ func (c *Client) applyDelta(ctx context.Context, r *Registry) (next *Registry, o
 	if err != nil {
 		return nil, false, fmt.Errorf("read the registry's changes: %w", err)
 	}
-	changes, hashcode, err := decodeDelta(body)
+	next = r.clone()
+	hashcode, err := decodeDelta(body, func(app string, changes []change) error {
+		next.apply(app, changes)
+		return nil
+	})
 	if err != nil {
 		// Not an answer this layer reads: the whole registry is.
 		return nil, false, nil
 	}
-	next = r.apply(changes, hashcode)
-	return next, next.hashcode == reconcileHashcode(next), nil
+	next.hashcode = hashcode
+	return next, hashcode == reconcileHashcode(next), nil
 }
 
-// apply returns the registry changes lead r to; r is left as it is.
-func (r *Registry) apply(changes []change, hashcode string) *Registry {
-	next := &Registry{apps: make(map[string][]Instance, len(r.apps)), hashcode: hashcode}
+// clone returns a registry sharing r's lists, for apply to replace some.
+func (r *Registry) clone() *Registry {
+	next := &Registry{apps: make(map[string][]Instance, len(r.apps)), hashcode: r.hashcode, size: r.size}
 	for app, insts := range r.apps {
 		next.apps[app] = insts
 	}
-	byApp := map[string][]change{}
-	for _, ch := range changes {
-		app := strings.ToUpper(ch.instance.App)
-		byApp[app] = append(byApp[app], ch)
-	}
-	for app, chs := range byApp {
-		kept := make([]Instance, 0, len(next.apps[app])+len(chs))
-		index := map[string]int{}
-		for _, inst := range next.apps[app] {
-			index[inst.InstanceID] = len(kept)
-			kept = append(kept, inst)
-		}
-		deleted := map[string]bool{}
-		for _, ch := range chs {
-			id := ch.instance.InstanceID
-			switch ch.action {
-			case actionDeleted:
-				deleted[id] = true
-			case actionAdded, actionModified: // the instance as it is now
-				delete(deleted, id)
-				if i, ok := index[id]; ok {
-					kept[i] = ch.instance
-				} else {
-					index[id] = len(kept)
-					kept = append(kept, ch.instance)
-				}
-			}
-		}
-		out := kept[:0]
-		for _, inst := range kept {
-			if !deleted[inst.InstanceID] {
-				out = append(out, inst)
-			}
-		}
-		if len(out) == 0 {
-			delete(next.apps, app)
-		} else {
-			next.apps[app] = out
-		}
-	}
-	for _, insts := range next.apps {
-		next.size += len(insts)
-	}
 	return next
+}
+
+// apply replaces the list of app by the one changes lead to; the list it
+// replaces, which other registries may share, is left as it is.
+func (r *Registry) apply(app string, changes []change) {
+	app = strings.ToUpper(app)
+	old := r.apps[app]
+	kept := make([]Instance, 0, len(old)+len(changes))
+	index := make(map[string]int, len(old))
+	for _, inst := range old {
+		index[inst.InstanceID] = len(kept)
+		kept = append(kept, inst)
+	}
+	deleted := map[string]bool{}
+	for _, ch := range changes {
+		id := ch.instance.InstanceID
+		switch ch.action {
+		case actionDeleted:
+			deleted[id] = true
+		case actionAdded, actionModified: // the instance as it is now
+			delete(deleted, id)
+			if i, ok := index[id]; ok {
+				kept[i] = ch.instance
+			} else {
+				index[id] = len(kept)
+				kept = append(kept, ch.instance)
+			}
+		}
+	}
+	out := kept[:0]
+	for _, inst := range kept {
+		if !deleted[inst.InstanceID] {
+			out = append(out, inst)
+		}
+	}
+	r.size += len(out) - len(old)
+	if len(out) == 0 {
+		delete(r.apps, app)
+	} else {
+		r.apps[app] = out
+	}
 }
 
 // reconcileHashcode is Eureka's apps__hashcode of r: the number of

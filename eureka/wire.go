@@ -290,47 +290,80 @@ func skipValue(dec *json.Decoder) error {
 	return dec.Decode(&skip)
 }
 
-// decodeDelta decodes GET /apps/delta: each instance with its actionType,
-// which fargo's Instance does not keep.
-func decodeDelta(body []byte) ([]change, string, error) {
-	var resp struct {
-		Applications *struct {
-			Hashcode     string `json:"apps__hashcode"`
-			Applications []struct {
-				Instances []json.RawMessage `json:"instance"`
-			} `json:"application"`
-		} `json:"applications"`
-	}
-	if err := json.Unmarshal(body, &resp); err != nil {
-		return nil, "", fmt.Errorf("decode delta: %w", err)
-	}
-	if resp.Applications == nil {
-		return nil, "", fmt.Errorf("decode delta: no \"applications\" object")
-	}
-	var changes []change
-	for _, app := range resp.Applications.Applications {
-		for _, raw := range app.Instances {
-			var fi fargo.Instance
-			var action struct {
-				ActionType string `json:"actionType"`
-			}
-			if err := json.Unmarshal(raw, &fi); err != nil {
-				return nil, "", fmt.Errorf("decode delta: %w", err)
-			}
-			if err := json.Unmarshal(raw, &action); err != nil {
-				return nil, "", fmt.Errorf("decode delta: %w", err)
-			}
-			switch action.ActionType {
-			case actionAdded, actionModified, actionDeleted:
-			default:
-				return nil, "", fmt.Errorf("decode delta: instance %s: unknown actionType %q", fi.InstanceId, action.ActionType)
-			}
-			inst, err := fromFargo(&fi)
-			if err != nil {
-				return nil, "", fmt.Errorf("decode delta: %w", err)
-			}
-			changes = append(changes, change{action: action.ActionType, instance: inst})
+// decodeDelta decodes GET /apps/delta one application at a time, calling
+// each with its changed instances and what happened to them (actionType,
+// which fargo's Instance does not keep). It returns the apps__hashcode.
+func decodeDelta(body []byte, each func(app string, changes []change) error) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	hashcode := ""
+	found := false
+	err := eachField(dec, func(key string) error {
+		if key != "applications" {
+			return skipValue(dec)
 		}
+		found = true
+		return eachField(dec, func(key string) error {
+			switch key {
+			case "apps__hashcode":
+				return dec.Decode(&hashcode)
+			case "application":
+				if err := expectDelim(dec, '['); err != nil {
+					return err
+				}
+				for dec.More() {
+					var app struct {
+						Name      string            `json:"name"`
+						Instances []json.RawMessage `json:"instance"`
+					}
+					if err := dec.Decode(&app); err != nil {
+						return err
+					}
+					changes, err := decodeChanges(app.Instances)
+					if err != nil {
+						return fmt.Errorf("application %s: %w", app.Name, err)
+					}
+					if err := each(app.Name, changes); err != nil {
+						return err
+					}
+				}
+				return expectDelim(dec, ']')
+			default:
+				return skipValue(dec)
+			}
+		})
+	})
+	if err != nil {
+		return "", fmt.Errorf("decode delta: %w", err)
 	}
-	return changes, resp.Applications.Hashcode, nil
+	if !found {
+		return "", fmt.Errorf("decode delta: no \"applications\" object")
+	}
+	return hashcode, nil
+}
+
+func decodeChanges(raws []json.RawMessage) ([]change, error) {
+	changes := make([]change, 0, len(raws))
+	for _, raw := range raws {
+		var fi fargo.Instance
+		var action struct {
+			ActionType string `json:"actionType"`
+		}
+		if err := json.Unmarshal(raw, &fi); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &action); err != nil {
+			return nil, err
+		}
+		switch action.ActionType {
+		case actionAdded, actionModified, actionDeleted:
+		default:
+			return nil, fmt.Errorf("instance %s: unknown actionType %q", fi.InstanceId, action.ActionType)
+		}
+		inst, err := fromFargo(&fi)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, change{action: action.ActionType, instance: inst})
+	}
+	return changes, nil
 }
