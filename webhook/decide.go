@@ -30,7 +30,9 @@ type Decision struct {
 	// Reason says why.
 	Reason Reason
 	// Syncer is the syncer that registers the pod (Inject), or that selects
-	// a pod meant to finish (ReasonMeantToFinish).
+	// a pod meant to finish (ReasonMeantToFinish). It points into the
+	// syncers given to Decide (the cache's own objects in the handler), so
+	// it is only read.
 	Syncer *v1alpha1.EurekaSyncer
 	// Overrides are the pod's parsed annotations (Inject only).
 	Overrides Overrides
@@ -96,7 +98,7 @@ func Decide(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer) Deci
 	}
 
 	sort.Slice(live, func(i, j int) bool { return older(live[i], live[j]) })
-	winner := live[0].DeepCopy()
+	winner := live[0]
 	if len(live) > 1 {
 		warnings = append(warnings, fmt.Sprintf("several EurekaSyncers select this pod: %s (the oldest) registers it; ignored: %s",
 			winner.Name, names(live[1:])))

@@ -62,44 +62,21 @@ func startRegistrarApp() (*registrarApp, error) {
 
 // registrarEnv is what the webhook injects for a Spring Boot pod whose
 // readinessProbe checks /actuator/health every second, with the downward
-// API resolved as the kubelet would, and the webhook's default lease.
+// API resolved as the kubelet would, and the registrar's default lease.
 func registrarEnv(name, eurekaURL string, appPort int) ([]string, error) {
 	listen, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	env := map[string]string{
-		sidecar.EnvPodName:                name,
-		sidecar.EnvPodNamespace:           "bench",
-		sidecar.EnvPodUID:                 "uid-" + name,
-		sidecar.EnvPodIP:                  "127.0.0.1",
-		sidecar.EnvNodeName:               "node-1",
-		sidecar.EnvAppName:                "bench-registrar",
-		sidecar.EnvVIPAddress:             "bench-registrar",
-		sidecar.EnvPort:                   strconv.Itoa(appPort),
-		sidecar.EnvEurekaURLs:             eurekaURL,
-		sidecar.EnvMetadata:               `{"zone":"zone-a"}`,
-		sidecar.EnvClusterID:              "bench-cluster",
-		sidecar.EnvSyncer:                 "bench-registrar",
-		sidecar.EnvHealthType:             "http",
-		sidecar.EnvHealthScheme:           "http",
-		sidecar.EnvHealthPath:             "/actuator/health",
-		sidecar.EnvHealthPort:             strconv.Itoa(appPort),
-		sidecar.EnvHealthPeriod:           "1s",
-		sidecar.EnvHealthTimeout:          "1s",
-		sidecar.EnvHealthFailureThreshold: "3",
-		sidecar.EnvHealthSuccessThreshold: "1",
-		sidecar.EnvLeaseRenewalInterval:   "30s",
-		sidecar.EnvLeaseDuration:          "90s",
-		sidecar.EnvShutdownTimeout:        "2s",
-		sidecar.EnvLogLevel:               "info",
-		sidecar.EnvListenAddr:             "127.0.0.1:" + strconv.Itoa(listen),
-	}
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	return out, nil
+	s := sidecar.Defaults("bench-registrar", appPort)
+	s.PodName, s.PodNamespace, s.PodUID, s.PodIP, s.NodeName = name, "bench", "uid-"+name, "127.0.0.1", "node-1"
+	s.EurekaURLs = []string{eurekaURL}
+	s.Metadata = map[string]string{"zone": "zone-a"}
+	s.ClusterID, s.Syncer = "bench-cluster", "bench-registrar"
+	s.Health = sidecar.HealthConfig{Type: sidecar.HealthHTTP, Scheme: "http", Path: "/actuator/health", Port: appPort,
+		Period: time.Second, Timeout: time.Second, FailureThreshold: 3, SuccessThreshold: 1}
+	s.ListenAddr = "127.0.0.1:" + strconv.Itoa(listen)
+	return s.Environ(), nil
 }
 
 const registrarAppName = "BENCH-REGISTRAR"

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,7 +24,8 @@ type fleet struct {
 	t     *testing.T
 	dir   string
 	procs []*harness.Process
-	envs  []map[string]string
+	// registrars are the settings of procs, one for one.
+	registrars []sidecar.Config
 }
 
 // app is the app container every registrar of a test probes: healthy
@@ -53,46 +53,38 @@ func startApp(t *testing.T) *app {
 	return a
 }
 
-// registrarEnv is what the webhook injects for pod i of appName, with the
-// downward API resolved as the kubelet would and the given renewal interval.
-// Each registrar serves /metrics on a loopback IP of its own, as each pod
-// has its own IP: a port picked free and released could be taken by one of
-// the fleet's own connections before the registrar binds it.
-func registrarEnv(appName string, i int, a *app, renewal time.Duration, urls ...string) map[string]string {
-	listen := fmt.Sprintf("127.0.%d.%d:%d", 10+i/250, 1+i%250, sidecar.DefaultListenPort)
+// registrarSettings are what the webhook gives pod i of appName, with the
+// downward API resolved as the kubelet would and the given renewal
+// interval. Each registrar serves /metrics on a loopback IP of its own, as
+// each pod has its own IP: a port picked free and released could be taken
+// by one of the fleet's own connections before the registrar binds it.
+func registrarSettings(appName string, i int, a *app, renewal time.Duration, urls ...string) sidecar.Config {
 	pod := fmt.Sprintf("%s-%03d", strings.ToLower(appName), i)
-	return map[string]string{
-		sidecar.EnvPodName:                pod,
-		sidecar.EnvPodNamespace:           "shop",
-		sidecar.EnvPodUID:                 "uid-" + pod,
-		sidecar.EnvPodIP:                  "127.0.0.1",
-		sidecar.EnvNodeName:               "node-1",
-		sidecar.EnvAppName:                appName,
-		sidecar.EnvPort:                   strconv.Itoa(a.port),
-		sidecar.EnvEurekaURLs:             strings.Join(urls, ","),
-		sidecar.EnvMetadata:               `{"zone":"zone-a"}`,
-		sidecar.EnvClusterID:              "cluster-faults",
-		sidecar.EnvSyncer:                 strings.ToLower(appName),
-		sidecar.EnvHealthType:             "http",
-		sidecar.EnvHealthPath:             "/health",
-		sidecar.EnvHealthPeriod:           "500ms",
-		sidecar.EnvHealthTimeout:          "500ms",
-		sidecar.EnvLeaseRenewalInterval:   renewal.String(),
-		sidecar.EnvLeaseDuration:          (3 * renewal).String(),
-		sidecar.EnvRequestTimeout:         "1s",
-		sidecar.EnvListenAddr:             listen,
-		sidecar.EnvHealthFailureThreshold: "1",
-	}
+	s := sidecar.Defaults(appName, a.port)
+	s.PodName, s.PodNamespace, s.PodUID, s.PodIP, s.NodeName = pod, "shop", "uid-"+pod, "127.0.0.1", "node-1"
+	s.EurekaURLs = urls
+	s.Metadata = map[string]string{"zone": "zone-a"}
+	s.ClusterID, s.Syncer = "cluster-faults", strings.ToLower(appName)
+	s.Health = sidecar.HealthConfig{Type: sidecar.HealthHTTP, Scheme: "http", Path: "/health", Port: a.port,
+		Period: 500 * time.Millisecond, Timeout: 500 * time.Millisecond, FailureThreshold: 1, SuccessThreshold: 1}
+	s.RenewalInterval, s.LeaseDuration = renewal, 3*renewal
+	s.RequestTimeout = time.Second
+	s.ListenAddr = fmt.Sprintf("127.0.%d.%d:%d", 10+i/250, 1+i%250, sidecar.DefaultListenPort)
+	return s
 }
 
-func (f *fleet) start(env map[string]string) {
+func (f *fleet) start(s sidecar.Config) {
 	f.t.Helper()
-	p, err := harness.StartRegistrar(registrarBin, env, filepath.Join(f.dir, env[sidecar.EnvPodName]+".log"))
+	env := make(map[string]string)
+	for _, e := range s.Env() {
+		env[e.Name] = e.Value
+	}
+	p, err := harness.StartRegistrar(registrarBin, env, filepath.Join(f.dir, s.PodName+".log"))
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	f.procs = append(f.procs, p)
-	f.envs = append(f.envs, env)
+	f.registrars = append(f.registrars, s)
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -110,36 +102,32 @@ func (f *fleet) running() {
 	f.t.Helper()
 	for i, p := range f.procs {
 		if p.Exited() {
-			f.t.Fatalf("registrar %s exited; log %s", f.envs[i][sidecar.EnvPodName], p.LogPath())
+			f.t.Fatalf("registrar %s exited; log %s", f.registrars[i].PodName, p.LogPath())
 		}
 	}
 }
 
 // metrics scrapes every registrar's /metrics, in parallel.
 func (f *fleet) metrics(ctx context.Context) ([]map[string]float64, error) {
-	out := make([]map[string]float64, len(f.envs))
-	errs := make([]error, len(f.envs))
+	out := make([]map[string]float64, len(f.registrars))
+	errs := make([]error, len(f.registrars))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 16)
-	for i, env := range f.envs {
+	for i, s := range f.registrars {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i], errs[i] = harness.Metrics(ctx, "http://"+env[sidecar.EnvListenAddr]+"/metrics")
+			out[i], errs[i] = harness.Metrics(ctx, "http://"+s.ListenAddr+"/metrics")
 		}()
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("registrar %s: %w", f.envs[i][sidecar.EnvPodName], err)
+			return nil, fmt.Errorf("registrar %s: %w", f.registrars[i].PodName, err)
 		}
 	}
 	return out, nil
-}
-
-func instanceID(env map[string]string) string {
-	return env[sidecar.EnvPodName] + ":" + strings.ToLower(env[sidecar.EnvAppName]) + ":" + env[sidecar.EnvPort]
 }
 
 const (
@@ -167,15 +155,13 @@ func TestEurekaKilledAndRestarted_200RegistrarsBackWithinOneHeartbeat(t *testing
 	f := newFleet(t)
 	want := map[string]string{} // instance id → pod UID
 	for i := range registrars {
-		env := registrarEnv("ORDERS", i, a, renewal, server.URL())
+		s := registrarSettings("ORDERS", i, a, renewal, server.URL())
 		// This test is about Eureka, not the app: the kubelet's default
 		// failure threshold keeps a probe that times out while 200
 		// processes share two cores from turning an instance DOWN.
-		env[sidecar.EnvHealthPeriod] = "1s"
-		env[sidecar.EnvHealthTimeout] = "1s"
-		env[sidecar.EnvHealthFailureThreshold] = "3"
-		f.start(env)
-		want[instanceID(env)] = env[sidecar.EnvPodUID]
+		s.Health.Period, s.Health.Timeout, s.Health.FailureThreshold = time.Second, time.Second, 3
+		f.start(s)
+		want[s.InstanceID()] = s.PodUID
 	}
 	registered := func() (map[string]eureka.Instance, error) {
 		list, err := c.Instances(ctx, "ORDERS")
@@ -240,7 +226,7 @@ func TestEurekaKilledAndRestarted_200RegistrarsBackWithinOneHeartbeat(t *testing
 		for i, m := range all {
 			failed := m[heartbeatsFailed] + m[registersFailed] - before[i][heartbeatsFailed] - before[i][registersFailed]
 			if failed < 1 {
-				return fmt.Errorf("registrar %s has not failed a request yet", f.envs[i][sidecar.EnvPodName])
+				return fmt.Errorf("registrar %s has not failed a request yet", f.registrars[i].PodName)
 			}
 		}
 		return nil
@@ -382,7 +368,7 @@ func TestOneOfTwoEurekaURLsDead_NoRegistrationOrHeartbeatFails(t *testing.T) {
 	}
 	for s, shape := range shapes {
 		for i := range 5 {
-			f.start(registrarEnv("BILLING", s*10+i, a, renewal, shape.urls...))
+			f.start(registrarSettings("BILLING", s*10+i, a, renewal, shape.urls...))
 		}
 	}
 	c, err := eureka.New(eureka.Options{URLs: []string{live}, Timeout: 2 * time.Second})
@@ -401,8 +387,8 @@ func TestOneOfTwoEurekaURLsDead_NoRegistrationOrHeartbeatFails(t *testing.T) {
 					n++
 				}
 			}
-			if n != len(f.envs) {
-				return fmt.Errorf("%d of %d instances %s", n, len(f.envs), want)
+			if n != len(f.registrars) {
+				return fmt.Errorf("%d of %d instances %s", n, len(f.registrars), want)
 			}
 			return nil
 		}
@@ -429,7 +415,7 @@ func TestOneOfTwoEurekaURLsDead_NoRegistrationOrHeartbeatFails(t *testing.T) {
 		}
 		for i := range now {
 			if now[i][heartbeatsOK]-before[i][heartbeatsOK] < 3 {
-				return fmt.Errorf("registrar %s: %v heartbeats since", f.envs[i][sidecar.EnvPodName], now[i][heartbeatsOK]-before[i][heartbeatsOK])
+				return fmt.Errorf("registrar %s: %v heartbeats since", f.registrars[i].PodName, now[i][heartbeatsOK]-before[i][heartbeatsOK])
 			}
 		}
 		return nil
@@ -441,7 +427,7 @@ func TestOneOfTwoEurekaURLsDead_NoRegistrationOrHeartbeatFails(t *testing.T) {
 	for i, m := range final {
 		shape := shapes[i/5].name
 		if m[registersFailed] != 0 || m[heartbeatsFailed] != 0 {
-			t.Errorf("%s (%s): %v registrations and %v heartbeats failed, want none", f.envs[i][sidecar.EnvPodName], shape, m[registersFailed], m[heartbeatsFailed])
+			t.Errorf("%s (%s): %v registrations and %v heartbeats failed, want none", f.registrars[i].PodName, shape, m[registersFailed], m[heartbeatsFailed])
 		}
 	}
 	f.running()

@@ -25,7 +25,7 @@ func BenchmarkRegistrar_StartToVisible(b *testing.B) {
 	var visible, gone time.Duration
 	for i := 0; i < b.N; i++ {
 		app := startApp(b)
-		p := startRegistrar(b, injectedEnv("bench", app.port, server.URL()))
+		p := startRegistrar(b, envOf(injectedSettings("bench", app.port, server.URL())))
 		start := time.Now()
 		waitB(b, 10*time.Second, func() bool { _, err := c.Instance(ctx, p.app, p.instanceID()); return err == nil })
 		visible += time.Since(start)
@@ -65,9 +65,9 @@ func BenchmarkRegistrar_Footprint(b *testing.B) {
 	}
 	app := startApp(b)
 	app.healthy.Store(true)
-	env := injectedEnv("footprint", app.port, server.URL())
-	env["EUREKUBE_HEALTH_PERIOD"] = "1s"
-	p := startRegistrar(b, env)
+	s := injectedSettings("footprint", app.port, server.URL())
+	s.Health.Period = time.Second
+	p := startRegistrar(b, envOf(s))
 	waitB(b, 10*time.Second, func() bool {
 		inst, err := c.Instance(ctx, p.app, p.instanceID())
 		return err == nil && inst.Status == eureka.StatusUp

@@ -110,36 +110,32 @@ func (b *syncBuffer) String() string {
 
 var podSeq atomic.Int32
 
-// injectedEnv is what the webhook gives the registrar, with the downward
-// API resolved as the kubelet would, and short timings for tests.
-func injectedEnv(app string, appPort int, urls ...string) map[string]string {
+// injectedSettings are what the webhook gives the registrar, with the
+// downward API resolved as the kubelet would, and short timings for tests.
+func injectedSettings(app string, appPort int, urls ...string) sidecar.Config {
 	n := podSeq.Add(1)
-	name := fmt.Sprintf("%s-7d9f-%d", strings.ToLower(app), n)
 	listen, _ := harness.FreePort()
-	return map[string]string{
-		sidecar.EnvPodName:                name,
-		sidecar.EnvPodNamespace:           "shop",
-		sidecar.EnvPodUID:                 fmt.Sprintf("uid-%d", n),
-		sidecar.EnvPodIP:                  "127.0.0.1",
-		sidecar.EnvNodeName:               "node-1",
-		sidecar.EnvAppName:                app,
-		sidecar.EnvPort:                   strconv.Itoa(appPort),
-		sidecar.EnvEurekaURLs:             strings.Join(urls, ","),
-		sidecar.EnvMetadata:               `{"zone":"zone-a","version":"1.4.2"}`,
-		sidecar.EnvClusterID:              "cluster-test",
-		sidecar.EnvSyncer:                 "orders",
-		sidecar.EnvHealthType:             "http",
-		sidecar.EnvHealthPath:             "/actuator/health",
-		sidecar.EnvHealthPeriod:           "200ms",
-		sidecar.EnvHealthTimeout:          "200ms",
-		sidecar.EnvHealthFailureThreshold: "2",
-		sidecar.EnvHealthSuccessThreshold: "1",
-		sidecar.EnvLeaseRenewalInterval:   "1s",
-		sidecar.EnvLeaseDuration:          "10s",
-		sidecar.EnvRequestTimeout:         "1s",
-		sidecar.EnvRetryMax:               "2s",
-		sidecar.EnvListenAddr:             "127.0.0.1:" + strconv.Itoa(listen),
+	s := sidecar.Defaults(app, appPort)
+	s.PodName, s.PodNamespace, s.PodUID, s.PodIP, s.NodeName = fmt.Sprintf("%s-7d9f-%d", strings.ToLower(app), n), "shop", fmt.Sprintf("uid-%d", n), "127.0.0.1", "node-1"
+	s.EurekaURLs = urls
+	s.Metadata = map[string]string{"zone": "zone-a", "version": "1.4.2"}
+	s.ClusterID, s.Syncer = "cluster-test", "orders"
+	s.Health = sidecar.HealthConfig{Type: sidecar.HealthHTTP, Scheme: "http", Path: "/actuator/health", Port: appPort,
+		Period: 200 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 2, SuccessThreshold: 1}
+	s.RenewalInterval, s.LeaseDuration = time.Second, 10*time.Second
+	s.RequestTimeout, s.RetryMax = time.Second, 2*time.Second
+	s.ListenAddr = "127.0.0.1:" + strconv.Itoa(listen)
+	return s
+}
+
+// envOf is the environment s renders, by name, for tests that change one
+// variable's text.
+func envOf(s sidecar.Config) map[string]string {
+	env := make(map[string]string)
+	for _, e := range s.Env() {
+		env[e.Name] = e.Value
 	}
+	return env
 }
 
 func startRegistrar(t testing.TB, env map[string]string) *pod {

@@ -17,7 +17,7 @@ import (
 func TestRegistrar_FollowsAppHealthAndLeavesOnSIGTERM(t *testing.T) {
 	ctx := context.Background()
 	app := startApp(t)
-	p := startRegistrar(t, injectedEnv("orders", app.port, server.URL()))
+	p := startRegistrar(t, envOf(injectedSettings("orders", app.port, server.URL())))
 	c := eurekaClient(t)
 
 	harness.Eventually(t, 10*time.Second, "registered STARTING while the app is not healthy", statusIs(ctx, c, p, eureka.StatusStarting))
@@ -78,7 +78,7 @@ func TestRegistrar_RegistersAgainWithMetadataWhenTheLeaseIsDeleted(t *testing.T)
 	ctx := context.Background()
 	app := startApp(t)
 	app.healthy.Store(true)
-	p := startRegistrar(t, injectedEnv("payments", app.port, server.URL()))
+	p := startRegistrar(t, envOf(injectedSettings("payments", app.port, server.URL())))
 	c := eurekaClient(t)
 	harness.Eventually(t, 10*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
 
@@ -106,7 +106,7 @@ func TestRegistrar_ReplacesAnOlderCopyTheServerHolds(t *testing.T) {
 	ctx := context.Background()
 	app := startApp(t)
 	app.healthy.Store(true)
-	p := startRegistrar(t, injectedEnv("billing", app.port, server.URL()))
+	p := startRegistrar(t, envOf(injectedSettings("billing", app.port, server.URL())))
 	c := eurekaClient(t)
 	harness.Eventually(t, 10*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
 
@@ -136,7 +136,7 @@ func TestRegistrar_RegistersAgainAfterTheServerRestarts(t *testing.T) {
 	own := harness.EurekaT(t, harness.EurekaOptions{})
 	app := startApp(t)
 	app.healthy.Store(true)
-	p := startRegistrar(t, injectedEnv("inventory", app.port, own.URL()))
+	p := startRegistrar(t, envOf(injectedSettings("inventory", app.port, own.URL())))
 	c, err := eureka.New(eureka.Options{URLs: []string{own.URL()}})
 	if err != nil {
 		t.Fatal(err)
@@ -173,17 +173,17 @@ func TestRegistrar_WaitsOutAnUnreachableEurekaWithBoundedLogs(t *testing.T) {
 	proxy.Block()
 	app := startApp(t)
 	app.healthy.Store(true)
-	env := injectedEnv("billing", app.port, "http://"+proxy.Addr()+"/eureka")
+	s := injectedSettings("billing", app.port, "http://"+proxy.Addr()+"/eureka")
 	// Long enough a renewal interval that the 2 s retry cap applies (it is
 	// kept under three quarters of the interval).
-	env[sidecar.EnvLeaseRenewalInterval] = "5s"
-	p := startRegistrar(t, env)
+	s.RenewalInterval = 5 * time.Second
+	p := startRegistrar(t, envOf(s))
 	c := eurekaClient(t)
 
 	// Let it fail for minutes: until it has made 70 attempts (over two
 	// minutes with a 2 s backoff cap), as its metrics report.
 	harness.Eventually(t, 5*time.Minute, "two minutes of failed attempts", func() error {
-		n := failedRequests(t, env[sidecar.EnvListenAddr])
+		n := failedRequests(t, s.ListenAddr)
 		if n < 70 {
 			return fmt.Errorf("%v failed attempts so far", n)
 		}
@@ -207,7 +207,7 @@ func TestRegistrar_WorksThroughTheSecondURLWhenTheFirstIsDead(t *testing.T) {
 	dead, _ := harness.FreePort()
 	app := startApp(t)
 	app.healthy.Store(true)
-	p := startRegistrar(t, injectedEnv("shipping", app.port, fmt.Sprintf("http://127.0.0.1:%d/eureka", dead), server.URL()))
+	p := startRegistrar(t, envOf(injectedSettings("shipping", app.port, fmt.Sprintf("http://127.0.0.1:%d/eureka", dead), server.URL())))
 	c := eurekaClient(t)
 	harness.Eventually(t, 10*time.Second, "UP through the second URL", statusIs(ctx, c, p, eureka.StatusUp))
 	hb := func() float64 { return metric(t, p, `eurekube_registrar_heartbeats_total{result="ok"}`) }
@@ -236,7 +236,7 @@ func TestRegistrar_BadConfigurationExitsNamingTheVariable(t *testing.T) {
 		{"no pod IP", sidecar.EnvPodIP, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := injectedEnv("config", 8080, server.URL())
+			env := envOf(injectedSettings("config", 8080, server.URL()))
 			env[tc.env] = tc.value
 			p := startRegistrar(t, env)
 			select {
