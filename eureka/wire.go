@@ -3,6 +3,7 @@ package eureka
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -166,8 +167,28 @@ func fromFargoAll(fis []*fargo.Instance) ([]Instance, error) {
 // registry of tens of thousands of instances is never held twice, as
 // fargo's whole-response types and their debug copies of the body would.
 func decodeRegistry(body []byte) (*Registry, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
 	var insts []Instance
+	hashcode, err := decodeApplications(body, func(dec *json.Decoder) error {
+		return eachApplication(dec, func(app *fargo.Application) error {
+			appInsts, err := fromFargoAll(app.Instances)
+			if err != nil {
+				return fmt.Errorf("application %s: %w", app.Name, err)
+			}
+			insts = append(insts, appInsts...)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decode applications: %w", err)
+	}
+	return newRegistry(insts, hashcode), nil
+}
+
+// decodeApplications walks the {"applications": {...}} answer of GET /apps
+// and /apps/delta, handing the "application" value to application, and
+// returns apps__hashcode.
+func decodeApplications(body []byte, application func(dec *json.Decoder) error) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
 	hashcode := ""
 	found := false
 	err := eachField(dec, func(key string) error {
@@ -180,26 +201,16 @@ func decodeRegistry(body []byte) (*Registry, error) {
 			case "apps__hashcode":
 				return dec.Decode(&hashcode)
 			case "application":
-				return eachApplication(dec, func(app *fargo.Application) error {
-					appInsts, err := fromFargoAll(app.Instances)
-					if err != nil {
-						return fmt.Errorf("application %s: %w", app.Name, err)
-					}
-					insts = append(insts, appInsts...)
-					return nil
-				})
+				return application(dec)
 			default:
 				return skipValue(dec)
 			}
 		})
 	})
-	if err != nil {
-		return nil, fmt.Errorf("decode applications: %w", err)
+	if err == nil && !found {
+		err = errors.New(`no "applications" object`)
 	}
-	if !found {
-		return nil, fmt.Errorf("decode applications: no \"applications\" object")
-	}
-	return newRegistry(insts, hashcode), nil
+	return hashcode, err
 }
 
 // eachField calls field for each key of the object dec is at; field must
@@ -294,49 +305,30 @@ func skipValue(dec *json.Decoder) error {
 // each with its changed instances and what happened to them (actionType,
 // which fargo's Instance does not keep). It returns the apps__hashcode.
 func decodeDelta(body []byte, each func(app string, changes []change) error) (string, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	hashcode := ""
-	found := false
-	err := eachField(dec, func(key string) error {
-		if key != "applications" {
-			return skipValue(dec)
+	hashcode, err := decodeApplications(body, func(dec *json.Decoder) error {
+		if err := expectDelim(dec, '['); err != nil {
+			return err
 		}
-		found = true
-		return eachField(dec, func(key string) error {
-			switch key {
-			case "apps__hashcode":
-				return dec.Decode(&hashcode)
-			case "application":
-				if err := expectDelim(dec, '['); err != nil {
-					return err
-				}
-				for dec.More() {
-					var app struct {
-						Name      string            `json:"name"`
-						Instances []json.RawMessage `json:"instance"`
-					}
-					if err := dec.Decode(&app); err != nil {
-						return err
-					}
-					changes, err := decodeChanges(app.Instances)
-					if err != nil {
-						return fmt.Errorf("application %s: %w", app.Name, err)
-					}
-					if err := each(app.Name, changes); err != nil {
-						return err
-					}
-				}
-				return expectDelim(dec, ']')
-			default:
-				return skipValue(dec)
+		for dec.More() {
+			var app struct {
+				Name      string            `json:"name"`
+				Instances []json.RawMessage `json:"instance"`
 			}
-		})
+			if err := dec.Decode(&app); err != nil {
+				return err
+			}
+			changes, err := decodeChanges(app.Instances)
+			if err != nil {
+				return fmt.Errorf("application %s: %w", app.Name, err)
+			}
+			if err := each(app.Name, changes); err != nil {
+				return err
+			}
+		}
+		return expectDelim(dec, ']')
 	})
 	if err != nil {
 		return "", fmt.Errorf("decode delta: %w", err)
-	}
-	if !found {
-		return "", fmt.Errorf("decode delta: no \"applications\" object")
 	}
 	return hashcode, nil
 }
