@@ -67,7 +67,7 @@ func countPods(pods []corev1.Pod, syncer string) podCounts {
 			}
 		}
 		c.selected++
-		if hasRegistrar(pod) {
+		if v1alpha1.RunsRegistrar(pod) {
 			c.injected++
 			if owner == syncer && !hasDrain(pod) {
 				c.withoutDrain = append(c.withoutDrain, pod.Name)
@@ -107,7 +107,7 @@ func podsRunningRegistrarOf(pods []corev1.Pod, syncer string) []string {
 	var out []string
 	for i := range pods {
 		pod := &pods[i]
-		if pod.Annotations[v1alpha1.SyncerAnnotation] == syncer && hasRegistrar(pod) && !finished(pod) {
+		if pod.Annotations[v1alpha1.SyncerAnnotation] == syncer && v1alpha1.RunsRegistrar(pod) && !finished(pod) {
 			out = append(out, pod.Name)
 		}
 	}
@@ -121,15 +121,6 @@ func live(pod *corev1.Pod) bool {
 
 func finished(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-}
-
-func hasRegistrar(pod *corev1.Pod) bool {
-	for _, c := range pod.Spec.Containers {
-		if c.Name == v1alpha1.RegistrarContainerName {
-			return true
-		}
-	}
-	return false
 }
 
 func podReady(pod *corev1.Pod) bool {

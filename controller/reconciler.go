@@ -126,8 +126,8 @@ func (r *Reconciler) syncersOfPod(ctx context.Context, obj client.Object) []reco
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		s := &list.Items[i]
-		selector, err := metav1.LabelSelectorAsSelector(&s.Spec.Selector)
-		if s.Name == injectedBy || (err == nil && selector.Matches(podLabels)) {
+		selects, err := s.Selects(podLabels)
+		if s.Name == injectedBy || (err == nil && selects) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
 		}
 	}
@@ -201,7 +201,7 @@ func (r *Reconciler) reportAdaptations(s *v1alpha1.EurekaSyncer, previous, curre
 // failure to read the cache is an error; Eureka's is recorded in the
 // result. cl is nil when no client could be built.
 func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (observed, *eureka.Client, error) {
-	selector, err := metav1.LabelSelectorAsSelector(&s.Spec.Selector)
+	selector, err := s.PodSelector()
 	if err != nil {
 		return observed{}, nil, fmt.Errorf("selector: %w", err)
 	}

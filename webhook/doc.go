@@ -1,10 +1,10 @@
-// Package webhook is Eurekube's mutating admission webhook for pods: it
-// decides whether a new pod is registered in Eureka (Decide), builds the
-// injected pod (Mutate), and answers the API server with a JSON patch
-// (Handler). Decide and Mutate are pure functions over values; only the
-// Handler reads the cache, so the injection rules are tested without a
-// cluster and the handler is a thin decode → look up → decide → mutate →
-// patch pipeline.
+// Package webhook is Eurekube's mutating admission webhook for pods. Inject
+// is the whole pipeline as a pure function over values: it decides whether
+// a new pod is registered in Eureka (Decide, with a Reason from reasons.go),
+// builds the injected pod (Mutate, with the registrar's settings resolved
+// from sidecar.Defaults and rendered by sidecar) and the JSON patch of what
+// changed. The Handler only does I/O: decode the pod, read the namespace
+// and its syncers from the cache, call Inject, answer, count.
 //
 // Design decisions written down here:
 //   - A bad or unknown eurekube.io/ annotation denies the pod, naming the
