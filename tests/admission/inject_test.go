@@ -90,7 +90,7 @@ func TestInject_PodsMeantToFinishAreSkippedAndSaySo(t *testing.T) {
 	if err := suite.c.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
 		t.Fatal(err)
 	}
-	if registrar(&got) != nil {
+	if eurekubev1alpha1.RunsRegistrar(&got) {
 		t.Fatal("a pod with restartPolicy OnFailure got the registrar: it would never complete")
 	}
 	a := got.Annotations
@@ -118,7 +118,7 @@ func TestInject_LeavesPodsAloneThatAreNotOptedIn(t *testing.T) {
 		{"pod labelled eurekube.io/inject=false", func(t *testing.T, pod *corev1.Pod) string {
 			ns := optedInNamespace(ctx, t, "opt-out")
 			createSyncer(t, syncer(ns, "orders", nil))
-			pod.Labels["eurekube.io/inject"] = "false"
+			pod.Labels[eurekubev1alpha1.InjectLabel] = "false"
 			return ns
 		}},
 		{"no syncer selects the pod", func(t *testing.T, _ *corev1.Pod) string {
@@ -127,7 +127,7 @@ func TestInject_LeavesPodsAloneThatAreNotOptedIn(t *testing.T) {
 			return ns
 		}},
 		{"the manager's own namespace, even when labelled", func(t *testing.T, _ *corev1.Pod) string {
-			ensureNamespace(t, managerNamespace, map[string]string{"eurekube.io/injection": "enabled"})
+			ensureNamespace(t, managerNamespace, map[string]string{eurekubev1alpha1.NamespaceInjectionLabel: "enabled"})
 			createSyncer(t, syncer(managerNamespace, "orders", func(s *eurekubev1alpha1.EurekaSyncer) { s.GenerateName, s.Name = "orders-", "" }))
 			return managerNamespace
 		}},
@@ -157,7 +157,7 @@ func TestInject_LeavesPodsAloneThatAreNotOptedIn(t *testing.T) {
 				t.Errorf("terminationGracePeriodSeconds = %d, want the API server's default 30", g)
 			}
 			for k := range got.Annotations {
-				if strings.HasPrefix(k, "eurekube.io/") {
+				if strings.HasPrefix(k, eurekubev1alpha1.AnnotationPrefix) {
 					t.Errorf("the pod got annotation %s=%s", k, got.Annotations[k])
 				}
 			}
@@ -175,10 +175,10 @@ func TestInject_DeniesAPodWithAnInvalidAnnotation(t *testing.T) {
 		// allowed is part of the message that says what is allowed.
 		allowed string
 	}{
-		{"eurekube.io/prestop-sleep", "forever", "0 to 3600"},
-		{"eurekube.io/port", "70000", "1 to 65535"},
-		{"eurekube.io/sidecar-memory", "lots", "quantity"},
-		{"eurekube.io/app-nmae", "orders", "known: "},
+		{eurekubev1alpha1.AnnotationPreStopSleep, "forever", "0 to 3600"},
+		{eurekubev1alpha1.AnnotationPort, "70000", "1 to 65535"},
+		{eurekubev1alpha1.AnnotationSidecarMemory, "lots", "quantity"},
+		{eurekubev1alpha1.AnnotationPrefix + "app-nmae", "orders", "known: "},
 	}
 	for _, tc := range cases {
 		t.Run(tc.annotation+"="+tc.value, func(t *testing.T) {

@@ -194,7 +194,7 @@ func waitForInjection(ctx context.Context) error {
 			return false, nil
 		}
 		last = errors.New("the dry-run pod came back without the registrar")
-		return registrar(p) != nil, nil
+		return eurekubev1alpha1.RunsRegistrar(p), nil
 	})
 	if err != nil {
 		return fmt.Errorf("the API server did not inject a dry-run pod through the webhook within 30s: %v", last)
@@ -207,7 +207,7 @@ func waitForInjection(ctx context.Context) error {
 // optedInNamespace creates a namespace labelled for injection, with more
 // labels when given, and a name unique to the suite run. t may be nil.
 func optedInNamespace(ctx context.Context, t testing.TB, prefix string, labels ...string) string {
-	l := map[string]string{"eurekube.io/injection": "enabled"}
+	l := map[string]string{eurekubev1alpha1.NamespaceInjectionLabel: "enabled"}
 	for i := 0; i+1 < len(labels); i += 2 {
 		l[labels[i]] = labels[i+1]
 	}
@@ -262,7 +262,7 @@ func appPod(ns, app string) *corev1.Pod {
 // registrar returns the injected container, or nil.
 func registrar(p *corev1.Pod) *corev1.Container {
 	for i := range p.Spec.Containers {
-		if p.Spec.Containers[i].Name == "eurekube-registrar" {
+		if p.Spec.Containers[i].Name == eurekubev1alpha1.RegistrarContainerName {
 			return &p.Spec.Containers[i]
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -47,9 +48,9 @@ func TestManifests_DefaultOverlayRendersAFailClosedWebhookWiredToTheManager(t *t
 		{"admissionReviewVersions", strings.Join(wh.AdmissionReviewVersions, ","), "v1"},
 		{"rules", len(wh.Rules) == 1 && slices.Equal(wh.Rules[0].Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) &&
 			slices.Equal(wh.Rules[0].Resources, []string{"pods"}), true},
-		{"namespaceSelector opts in", wh.NamespaceSelector.MatchLabels["eurekube.io/injection"], "enabled"},
+		{"namespaceSelector opts in", wh.NamespaceSelector.MatchLabels[eurekubev1alpha1.NamespaceInjectionLabel], "enabled"},
 		{"namespaceSelector excludes", wh.NamespaceSelector.MatchExpressions[0].Values, []string{"eurekube-system", "kube-system"}},
-		{"objectSelector opts out", wh.ObjectSelector.MatchExpressions[0].Key + " " + string(wh.ObjectSelector.MatchExpressions[0].Operator) + " " + strings.Join(wh.ObjectSelector.MatchExpressions[0].Values, ","), "eurekube.io/inject NotIn false"},
+		{"objectSelector opts out", wh.ObjectSelector.MatchExpressions[0].Key + " " + string(wh.ObjectSelector.MatchExpressions[0].Operator) + " " + strings.Join(wh.ObjectSelector.MatchExpressions[0].Values, ","), eurekubev1alpha1.InjectLabel + " NotIn false"},
 	}
 	for _, c := range checks {
 		if !equal(c.got, c.want) {

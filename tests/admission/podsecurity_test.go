@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 )
 
 func TestInject_InjectedPodIsAdmittedUnderPodSecurityRestricted(t *testing.T) {
@@ -23,7 +25,7 @@ func TestInject_InjectedPodIsAdmittedUnderPodSecurityRestricted(t *testing.T) {
 		if err := suite.c.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
 			t.Fatal(err)
 		}
-		if registrar(&got) == nil {
+		if !eurekubev1alpha1.RunsRegistrar(&got) {
 			t.Fatalf("the pod was not injected; containers: %v", containerNames(&got))
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
 )
 
@@ -51,7 +52,7 @@ func TestWebhook_ServesARotatedCertificateWithoutARestart(t *testing.T) {
 	if err := suite.c.Create(ctx, pod); err != nil {
 		t.Fatalf("create a pod after the rotation: %v", err)
 	}
-	if registrar(pod) == nil {
+	if !eurekubev1alpha1.RunsRegistrar(pod) {
 		t.Fatalf("the pod created after the rotation was not injected; containers: %v", containerNames(pod))
 	}
 }
