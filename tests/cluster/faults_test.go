@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -44,8 +43,7 @@ func unscheduled(t *testing.T, app cluster.App) {
 // hasRegistrar is what "injected" means to an operator: the registrar
 // container is there and the pod says so.
 func hasRegistrar(p *corev1.Pod) bool {
-	return p.Annotations[v1alpha1.StatusAnnotation] == v1alpha1.StatusInjected &&
-		slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == v1alpha1.RegistrarContainerName })
+	return v1alpha1.MarkedInjected(p) && v1alpha1.RunsRegistrar(p)
 }
 
 // dropNamespace deletes ns; its Pending pods go at once, with no kubelet

@@ -71,7 +71,7 @@ func TestInstall_FromManifestsDefault(t *testing.T) {
 			return err
 		}
 		for _, p := range v.Pods {
-			if p.Annotations[v1alpha1.StatusAnnotation] != v1alpha1.StatusInjected {
+			if !v1alpha1.MarkedInjected(&p) {
 				return fmt.Errorf("pod %s not injected: %v", p.Name, p.Annotations)
 			}
 		}

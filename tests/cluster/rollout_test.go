@@ -3,7 +3,6 @@ package cluster_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +83,7 @@ func TestRollingUpdate_ManagerLeaderKilledNoCallFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range all.Items {
-		if !slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == v1alpha1.RegistrarContainerName }) {
+		if !v1alpha1.RunsRegistrar(&p) {
 			t.Errorf("pod %s runs without the registrar", p.Name)
 		}
 	}
