@@ -29,6 +29,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	harness.SkipSuiteWhenShort("a Eureka server (a JVM)")
 	os.Exit(func() int {
 		dir, err := os.MkdirTemp("", "eurekube-registrar-")
 		if err != nil {
