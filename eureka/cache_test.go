@@ -1,6 +1,7 @@
 package eureka_test
 
 import (
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -52,6 +53,13 @@ func newFakeRegistry(t *testing.T, apps map[string][]string) *fakeRegistry {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") { // as Eureka's response cache does
+			w.Header().Set("Content-Encoding", "gzip")
+			gz := gzip.NewWriter(w)
+			_, _ = gz.Write([]byte(body))
+			_ = gz.Close()
+			return
+		}
 		_, _ = w.Write([]byte(body))
 	}))
 	t.Cleanup(f.Close)

@@ -223,15 +223,36 @@ func hasMetadata(inst Instance, match map[string]string) bool {
 // left of it, so a hanging server cannot spend the whole of a short budget
 // (a cancel on shutdown) before a healthy one is tried.
 func (c *Client) do(ctx context.Context, op, method, path string, body []byte) ([]byte, error) {
+	var respBody []byte
+	err := c.exchange(ctx, op, method, path, body, false, func(a answer) (err error) {
+		respBody, err = io.ReadAll(a)
+		return err
+	})
+	return respBody, err
+}
+
+// answer is the body of a 2xx; gzipped when the request accepted gzip and
+// the server compressed it (it is then left compressed).
+type answer struct {
+	io.Reader
+	gzipped bool
+}
+
+// exchange is do with the answer of a 2xx handed to read, within the
+// request's timeout; read may be called once per URL tried, and the next
+// URL is tried when it fails. With gzipOK the server may compress the
+// answer (Eureka serves its registry from a cache of compressed answers)
+// and read gets it as it came.
+func (c *Client) exchange(ctx context.Context, op, method, path string, body []byte, gzipOK bool, read func(answer) error) error {
 	start := int(c.preferred.Load())
 	var errs []error
 	for i := range c.urls {
 		idx := (start + i) % len(c.urls)
 		base := c.urls[idx]
-		respBody, err := c.once(ctx, op, method, base+path, body, len(c.urls)-i)
+		err := c.once(ctx, op, method, base+path, body, gzipOK, read, len(c.urls)-i)
 		if err == nil || !errors.Is(err, ErrUnavailable) {
 			c.preferred.Store(int32(idx))
-			return respBody, err
+			return err
 		}
 		errs = append(errs, err)
 		c.log.WithError(err).WithField("url", base).Debug("eureka server unavailable, trying the next one")
@@ -239,12 +260,12 @@ func (c *Client) do(ctx context.Context, op, method, path string, body []byte) (
 			break
 		}
 	}
-	return nil, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // once sends one request to one URL and maps the answer to an error; left
 // is how many URLs, this one included, may still be tried.
-func (c *Client) once(ctx context.Context, op, method, target string, body []byte, left int) ([]byte, error) {
+func (c *Client) once(ctx context.Context, op, method, target string, body []byte, gzipOK bool, read func(answer) error, left int) error {
 	timeout := c.timeout
 	if deadline, ok := ctx.Deadline(); ok && left > 1 {
 		timeout = min(timeout, time.Until(deadline)/time.Duration(left))
@@ -252,21 +273,21 @@ func (c *Client) once(ctx context.Context, op, method, target string, body []byt
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	began := time.Now()
-	respBody, err := c.send(ctx, method, target, body)
+	err := c.send(ctx, method, target, body, gzipOK, read)
 	if c.observer != nil {
 		c.observer.ObserveRequest(op, target, time.Since(began), err)
 	}
-	return respBody, err
+	return err
 }
 
-func (c *Client) send(ctx context.Context, method, target string, body []byte) ([]byte, error) {
+func (c *Client) send(ctx context.Context, method, target string, body []byte, gzipOK bool, read func(answer) error) error {
 	var reader io.Reader
 	if body != nil {
 		reader = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, reader)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s %s: %v", ErrInvalid, method, target, err)
+		return fmt.Errorf("%w: %s %s: %v", ErrInvalid, method, target, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -275,24 +296,33 @@ func (c *Client) send(ctx context.Context, method, target string, body []byte) (
 	if c.username != "" {
 		req.SetBasicAuth(c.username, c.password)
 	}
+	if gzipOK {
+		// Set by hand, so the transport leaves the answer compressed.
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &RequestError{Method: method, URL: target, Err: err, kind: ErrUnavailable}
+		return &RequestError{Method: method, URL: target, Err: err, kind: ErrUnavailable}
 	}
 	defer resp.Body.Close()
-	respBody, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	limited := io.LimitReader(resp.Body, maxBody)
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if err := read(answer{Reader: limited, gzipped: gzipOK && resp.Header.Get("Content-Encoding") == "gzip"}); err != nil {
+			return &RequestError{Method: method, URL: target, Err: err, kind: ErrUnavailable}
+		}
+		return nil
+	}
+	respBody, err := io.ReadAll(limited)
 	if err != nil {
-		return nil, &RequestError{Method: method, URL: target, Err: err, kind: ErrUnavailable}
+		return &RequestError{Method: method, URL: target, Err: err, kind: ErrUnavailable}
 	}
 	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return respBody, nil
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, &RequestError{Method: method, URL: target, StatusCode: resp.StatusCode, kind: ErrNotFound}
+		return &RequestError{Method: method, URL: target, StatusCode: resp.StatusCode, kind: ErrNotFound}
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-		return nil, &RequestError{Method: method, URL: target, StatusCode: resp.StatusCode, Body: snippet(respBody), kind: ErrUnavailable}
+		return &RequestError{Method: method, URL: target, StatusCode: resp.StatusCode, Body: snippet(respBody), kind: ErrUnavailable}
 	default:
-		return nil, &RequestError{Method: method, URL: target, StatusCode: resp.StatusCode, Body: snippet(respBody), kind: ErrRejected}
+		return &RequestError{Method: method, URL: target, StatusCode: resp.StatusCode, Body: snippet(respBody), kind: ErrRejected}
 	}
 }
 

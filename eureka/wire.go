@@ -1,10 +1,10 @@
 package eureka
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -163,10 +163,11 @@ func fromFargoAll(fis []*fargo.Instance) ([]Instance, error) {
 	return out, nil
 }
 
-// decodeRegistry decodes GET /apps one application at a time, so that a
-// registry of tens of thousands of instances is never held twice, as
-// fargo's whole-response types and their debug copies of the body would.
-func decodeRegistry(body []byte) (*Registry, error) {
+// decodeRegistry decodes GET /apps one application at a time as it
+// arrives, so that a registry of tens of thousands of instances is held
+// once, as decoded instances, and not also as its JSON, fargo's
+// whole-response types and their debug copies of that JSON.
+func decodeRegistry(body io.Reader) (*Registry, error) {
 	var insts []Instance
 	hashcode, err := decodeApplications(body, func(dec *json.Decoder) error {
 		return eachApplication(dec, func(app *fargo.Application) error {
@@ -187,8 +188,8 @@ func decodeRegistry(body []byte) (*Registry, error) {
 // decodeApplications walks the {"applications": {...}} answer of GET /apps
 // and /apps/delta, handing the "application" value to application, and
 // returns apps__hashcode.
-func decodeApplications(body []byte, application func(dec *json.Decoder) error) (string, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
+func decodeApplications(body io.Reader, application func(dec *json.Decoder) error) (string, error) {
+	dec := json.NewDecoder(body)
 	hashcode := ""
 	found := false
 	err := eachField(dec, func(key string) error {
@@ -304,7 +305,7 @@ func skipValue(dec *json.Decoder) error {
 // decodeDelta decodes GET /apps/delta one application at a time, calling
 // each with its changed instances and what happened to them (actionType,
 // which fargo's Instance does not keep). It returns the apps__hashcode.
-func decodeDelta(body []byte, each func(app string, changes []change) error) (string, error) {
+func decodeDelta(body io.Reader, each func(app string, changes []change) error) (string, error) {
 	hashcode, err := decodeApplications(body, func(dec *json.Decoder) error {
 		if err := expectDelim(dec, '['); err != nil {
 			return err
