@@ -173,9 +173,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	setAdaptationGauges(&s, obs.pods.adaptations)
 	previous := s.Status.Adaptations
-	if err := r.writeStatus(ctx, &s, &obs); errors.Is(err, errStale) {
-		return reconcile.Result{RequeueAfter: staleRetry}, nil
-	} else if err != nil {
+	err = r.writeStatus(ctx, &s, &obs)
+	if errors.Is(err, errStale) {
+		// The cache has not yet seen this reconciler's previous write:
+		// write on the API server's copy, so that what this reconcile did
+		// (orphans removed, adaptations reported) is neither lost nor
+		// counted twice.
+		var live v1alpha1.EurekaSyncer
+		if err := r.apiReader.Get(ctx, req.NamespacedName, &live); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(fmt.Errorf("read the syncer: %w", err))
+		}
+		if live.Generation != s.Generation {
+			// The spec changed since obs was measured: the reconcile of
+			// the new spec comes next.
+			return reconcile.Result{RequeueAfter: staleRetry}, nil
+		}
+		s, previous = live, live.Status.Adaptations
+		err = r.writeStatus(ctx, &s, &obs)
+	}
+	if err != nil {
 		return reconcile.Result{}, err
 	}
 	// After the write: a failed write reports the change on the next try,
@@ -266,13 +282,14 @@ func (r *Reconciler) markers(s *v1alpha1.EurekaSyncer) map[string]string {
 // copy (the cache has not yet seen this reconciler's previous write).
 var errStale = errors.New("the cached syncer is older than the API server's")
 
-// staleRetry: a cache lags by milliseconds.
+// staleRetry: how soon a reconcile that measured an outdated spec is
+// followed by one of the current spec, if no event brings it sooner.
 const staleRetry = 250 * time.Millisecond
 
 // writeStatus writes the status computed from obs when it changed. The
 // write is conditional on the syncer's resourceVersion (errStale when it
-// moved on): a status computed from a stale copy would report again, as
-// new, the adaptations the previous write already reported.
+// moved on): a status computed from a stale copy would lose the previous
+// write's orphan count and report its adaptations again, as new.
 func (r *Reconciler) writeStatus(ctx context.Context, s *v1alpha1.EurekaSyncer, obs *observed) error {
 	next, changed := nextStatus(s, obs, metav1.Now())
 	if !changed {
