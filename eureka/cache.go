@@ -116,6 +116,13 @@ func (rc *RegistryCache) read(ctx context.Context) (*Registry, error) {
 			return next, nil
 		}
 	}
+	// A whole read needs nothing of the last registry, and readers
+	// arriving meanwhile wait for this read: let it go before the next is
+	// decoded, so that a large registry is not held twice.
+	rc.good = nil
+	rc.mu.Lock()
+	rc.last = nil
+	rc.mu.Unlock()
 	reg, err := rc.client.Applications(ctx)
 	if err != nil {
 		return nil, err

@@ -31,27 +31,34 @@ type Registry struct {
 // a time: a registry of twenty thousand instances is some 20 MiB of JSON,
 // 1 to 2 MiB compressed, and is never held whole.
 func (c *Client) Applications(ctx context.Context) (*Registry, error) {
-	var raw []byte
-	var gzipped bool
-	err := c.exchange(ctx, "applications", http.MethodGet, "/apps", nil, true, func(a answer) (err error) {
-		raw, gzipped = nil, a.gzipped
-		raw, err = io.ReadAll(a)
-		return err
-	})
+	body, err := c.getCompressed(ctx, "applications", "/apps")
 	if err != nil {
 		return nil, fmt.Errorf("read the registry: %w", err)
-	}
-	var body io.Reader = bytes.NewReader(raw)
-	if gzipped {
-		if body, err = gzip.NewReader(body); err != nil {
-			return nil, fmt.Errorf("read the registry: %w", err)
-		}
 	}
 	reg, err := decodeRegistry(body)
 	if err != nil {
 		return nil, fmt.Errorf("read the registry: %w", err)
 	}
 	return reg, nil
+}
+
+// getCompressed GETs path asking for a compressed answer, and returns it
+// to be decoded after the request, inflated as it is read.
+func (c *Client) getCompressed(ctx context.Context, op, path string) (io.Reader, error) {
+	var raw []byte
+	var gzipped bool
+	err := c.exchange(ctx, op, http.MethodGet, path, nil, true, func(a answer) (err error) {
+		gzipped = a.gzipped
+		raw, err = io.ReadAll(a)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !gzipped {
+		return bytes.NewReader(raw), nil
+	}
+	return gzip.NewReader(bytes.NewReader(raw))
 }
 
 // Len is how many instances the registry holds.
@@ -105,12 +112,12 @@ type change struct {
 // changes the server keeps (three minutes by default): read the whole
 // registry then, as Eureka's own client does.
 func (c *Client) applyDelta(ctx context.Context, r *Registry) (next *Registry, ok bool, err error) {
-	body, err := c.do(ctx, "delta", http.MethodGet, "/apps/delta", nil)
+	body, err := c.getCompressed(ctx, "delta", "/apps/delta")
 	if err != nil {
 		return nil, false, fmt.Errorf("read the registry's changes: %w", err)
 	}
 	next = r.clone()
-	hashcode, err := decodeDelta(bytes.NewReader(body), func(app string, changes []change) error {
+	hashcode, err := decodeDelta(body, func(app string, changes []change) error {
 		next.apply(app, changes)
 		return nil
 	})
