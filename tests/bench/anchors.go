@@ -96,12 +96,19 @@ func fixedAnswer(patch []byte) http.Handler {
 	}
 	head, tail, _ := bytes.Cut(answer, []byte(`"UID"`))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The whole body is read, as any webhook does, so the connection
+		// is reused at once.
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
 		var review struct {
 			Request struct {
 				UID string `json:"uid"`
 			} `json:"request"`
 		}
-		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+		if err := json.Unmarshal(body, &review); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"path/filepath"
 	"sync"
@@ -201,8 +202,8 @@ type createArm struct {
 	took         Durations
 }
 
-// measureCreates creates pods one at a time, rotating between the arms
-// (and which goes first), so all of them see the same machine.
+// measureCreates creates pods one at a time, one through each arm per
+// round in a shuffled order, so all of them see the same machine.
 func measureCreates(ctx context.Context, o WebhookOptions, cs *kubernetes.Clientset, roundTrip Durations, r *Results) error {
 	arm := func(name, namespace string, wantInjected bool) *createArm {
 		return &createArm{name: name, pod: func() *corev1.Pod { return benchPod(namespace) }, wantInjected: wantInjected}
@@ -212,9 +213,13 @@ func measureCreates(ctx context.Context, o WebhookOptions, cs *kubernetes.Client
 	noop := arm("through the no-op webhook", noopNamespace, false)
 	without := arm("without a webhook", plainNamespace, false)
 	arms := []*createArm{eurekube, precomputed, noop, without}
+	// A new order every round: a create through Eurekube sets its
+	// reconciler working (the syncer's status), which would otherwise
+	// always land on the arm that follows it.
+	rng := rand.New(rand.NewPCG(17, 17))
 	for i := range webhookWarmup + o.Creates {
-		for k := range arms {
-			arm := arms[(i+k)%len(arms)]
+		rng.Shuffle(len(arms), func(a, b int) { arms[a], arms[b] = arms[b], arms[a] })
+		for _, arm := range arms {
 			pod := arm.pod()
 			start := time.Now()
 			created, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
@@ -236,7 +241,7 @@ func measureCreates(ctx context.Context, o WebhookOptions, cs *kubernetes.Client
 	w50, w99 := without.took.Percentile(50), without.took.Percentile(99)
 	o.Log.WithFields(logrus.Fields{"eurekube_p50": e50, "eurekube_p99": e99, "precomputed_p50": p50, "precomputed_p99": p99,
 		"noop_p50": n50, "noop_p99": n99, "without_p50": w50, "without_p99": w99, "creates": o.Creates}).Info("pod creates")
-	method := fmt.Sprintf("%d pod creates in each of four arms, one at a time, rotating between the arms and which goes first, after %d warm-up creates each: a Spring Boot pod with a readinessProbe (1) in a namespace labelled %s=enabled with a syncer selecting it, through Eurekube's webhook; (2) through an anchor webhook that answers every request with the patch Eurekube gives this pod, prepared once (it reads only the request's uid), so the API server applies and stores the same injected pod; (3) through an anchor webhook that allows the pod untouched; (4) in a namespace no webhook is called for. The anchors are served by the bench process over TLS with the manager's certificate and CA, HTTP/1.1, and registered as copies of Eurekube's webhook configuration (same failure policy, timeout, rules), so the API server calls all three webhooks the same way. client-go without client-side rate limiting against the real kube-apiserver and etcd; the manager is one process on this machine.", o.Creates, webhookWarmup, v1alpha1.NamespaceInjectionLabel)
+	method := fmt.Sprintf("%d pod creates in each of four arms, one at a time, one per arm in each round in a new random order (a create through Eurekube sets its reconciler working, which would otherwise always land on the arm that follows), after %d warm-up creates each: a Spring Boot pod with a readinessProbe (1) in a namespace labelled %s=enabled with a syncer selecting it, through Eurekube's webhook; (2) through an anchor webhook that answers every request with the patch Eurekube gives this pod, prepared once (it reads only the request's uid), so the API server applies and stores the same injected pod; (3) through an anchor webhook that allows the pod untouched; (4) in a namespace no webhook is called for. The anchors are served by the bench process over TLS with the manager's certificate and CA, HTTP/1.1, and registered as copies of Eurekube's webhook configuration (same failure policy, timeout, rules), so the API server calls all three webhooks the same way. client-go without client-side rate limiting against the real kube-apiserver and etcd; the manager is one process on this machine.", o.Creates, webhookWarmup, v1alpha1.NamespaceInjectionLabel)
 	beside := func(p, n, w time.Duration) string {
 		return fmt.Sprintf("precomputed patch: %s ms; no-op webhook: %s ms; without a webhook: %s ms", formatValue(ms(p)), formatValue(ms(n)), formatValue(ms(w)))
 	}
