@@ -211,7 +211,7 @@ func MeasureScale(ctx context.Context, o ScaleOptions, r *Results) error {
 		Value: MiB(mem.HWMKiB), Unit: "MiB", Target: target(targets.PeakRSSMiB),
 		Anchor:   fmt.Sprintf("RSS now %s MiB, after %d resyncs%s", formatValue(MiB(mem.RSSKiB)), o.ResyncsCounted, beforeRSS),
 		Method:   "VmHWM of the manager process from /proc/PID/status after the resyncs counted below (the peak since it started, start-up and first reconciles included).",
-		IfMissed: "the manager caches every pod of the cluster (the webhook and the reconciler read them) and holds the whole Eureka registry, decoded, while it reads the next one each resync",
+		IfMissed: "the manager caches every pod of the cluster (the reconciler reads them) and holds the whole Eureka registry decoded, one instance per pod; here every instance was registered in the three minutes before the manager started, which Eureka keeps as its delta, so each resync's delta carries the whole registry and a new copy is decoded beside the last (in a steady state it carries only what changed)",
 	})
 	perResync := func(c int64) float64 { return float64(c) / resyncs }
 	r.Add(Figure{
