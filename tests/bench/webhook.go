@@ -254,7 +254,7 @@ func measureCreates(ctx context.Context, o WebhookOptions, cs *kubernetes.Client
 		Value: ms(e99), Unit: "ms", Anchor: beside(p99, n99, w99) + fmt.Sprintf(" (%d creates each)", o.Creates),
 	})
 	s50 := roundTrip.Percentile(50)
-	why := fmt.Sprintf("both arms carry the same injected pod through the same TLS path; what differs is Eurekube's handler (its HTTPS round trip alone: p50 %s ms, p99 %s ms, against an anchor that only reads a uid) and, in the tail, the manager's garbage collection and its informers competing for two cores with the API server and etcd",
+	why := fmt.Sprintf("both arms carry the same injected pod through the same TLS path; what differs is Eurekube's handler (its HTTPS round trip alone: p50 %s ms, p99 %s ms, against an anchor that only reads a uid), the work Eurekube's pods set off (the reconciler writing the syncer's status after each, which lands on whichever create comes next) and, in the tail, the manager's garbage collection and its informers competing for two cores with the API server and etcd",
 		formatValue(ms(s50)), formatValue(ms(roundTrip.Percentile(99))))
 	r.Add(Figure{
 		ID: "webhook.create_p50_ratio", Section: SectionWebhook, Name: "pod CREATE p50, Eurekube ÷ precomputed patch",
