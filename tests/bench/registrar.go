@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,33 +28,6 @@ type RegistrarOptions struct {
 	// Window over which requests, CPU and RSS are measured in steady state.
 	Window time.Duration
 	Log    logrus.FieldLogger
-}
-
-// registrarApp is the app container beside a registrar: an HTTP server
-// whose health the bench flips.
-type registrarApp struct {
-	port    int
-	healthy atomic.Bool
-	srv     *http.Server
-}
-
-func startRegistrarApp() (*registrarApp, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("app: %w", err)
-	}
-	a := &registrarApp{port: ln.Addr().(*net.TCPAddr).Port}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/actuator/health", func(w http.ResponseWriter, _ *http.Request) {
-		if !a.healthy.Load() {
-			http.Error(w, `{"status":"DOWN"}`, http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte(`{"status":"UP"}`))
-	})
-	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = a.srv.Serve(ln) }()
-	return a, nil
 }
 
 // registrarEnv is what the webhook injects for a Spring Boot pod whose
@@ -124,12 +94,12 @@ func MeasureRegistrar(ctx context.Context, o RegistrarOptions, r *Results) error
 // removal, Samples times.
 func registrarLatencies(ctx context.Context, o RegistrarOptions, bin string, c *eureka.Client) (up, gone Durations, err error) {
 	for i := range o.Samples {
-		app, err := startRegistrarApp()
+		app, err := harness.StartApp(false)
 		if err != nil {
 			return nil, nil, err
 		}
 		u, g, err := registrarSample(ctx, o, bin, c, app, fmt.Sprintf("latency-%d", i))
-		_ = app.srv.Close()
+		_ = app.Close()
 		if err != nil {
 			return nil, nil, fmt.Errorf("sample %d: %w", i, err)
 		}
@@ -139,8 +109,8 @@ func registrarLatencies(ctx context.Context, o RegistrarOptions, bin string, c *
 	return up, gone, nil
 }
 
-func registrarSample(ctx context.Context, o RegistrarOptions, bin string, c *eureka.Client, app *registrarApp, name string) (up, gone time.Duration, err error) {
-	env, err := registrarEnv(name, o.Eureka.URL(), app.port)
+func registrarSample(ctx context.Context, o RegistrarOptions, bin string, c *eureka.Client, app *harness.App, name string) (up, gone time.Duration, err error) {
+	env, err := registrarEnv(name, o.Eureka.URL(), app.Port)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -149,7 +119,7 @@ func registrarSample(ctx context.Context, o RegistrarOptions, bin string, c *eur
 		return 0, 0, err
 	}
 	defer p.stop(5 * time.Second)
-	id := registrarInstanceID(name, app.port)
+	id := registrarInstanceID(name, app.Port)
 	status := func(want eureka.Status) func() error {
 		return func() error {
 			inst, err := c.Instance(ctx, registrarAppName, id)
@@ -172,7 +142,7 @@ func registrarSample(ctx context.Context, o RegistrarOptions, bin string, c *eur
 	case <-ctx.Done():
 		return 0, 0, ctx.Err()
 	}
-	app.healthy.Store(true)
+	app.SetHealthy(true)
 	start := time.Now()
 	if err := harness.Poll(ctx, 10*time.Second, 2*time.Millisecond, "registrar "+name+" UP", status(eureka.StatusUp)); err != nil {
 		return 0, 0, err
@@ -215,13 +185,13 @@ func registrarSteadyState(ctx context.Context, o RegistrarOptions, bin string, b
 	}
 	defer springProxy.Close()
 
-	app, err := startRegistrarApp()
+	app, err := harness.StartApp(false)
 	if err != nil {
 		return err
 	}
-	defer app.srv.Close()
-	app.healthy.Store(true)
-	env, err := registrarEnv("steady", regProxy.URL(), app.port)
+	defer app.Close()
+	app.SetHealthy(true)
+	env, err := registrarEnv("steady", regProxy.URL(), app.Port)
 	if err != nil {
 		return err
 	}
@@ -250,7 +220,7 @@ func registrarSteadyState(ctx context.Context, o RegistrarOptions, bin string, b
 		return err
 	}
 	if err := harness.Poll(ctx, 30*time.Second, 50*time.Millisecond, "steady registrar UP", func() error {
-		inst, err := c.Instance(ctx, registrarAppName, registrarInstanceID("steady", app.port))
+		inst, err := c.Instance(ctx, registrarAppName, registrarInstanceID("steady", app.Port))
 		if err == nil && inst.Status != eureka.StatusUp {
 			err = fmt.Errorf("status %s", inst.Status)
 		}

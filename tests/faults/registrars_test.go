@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,44 +26,19 @@ type fleet struct {
 	registrars []sidecar.Config
 }
 
-// app is the app container every registrar of a test probes: healthy
-// unless told otherwise.
-type app struct {
-	port    int
-	healthy atomic.Bool
-}
-
-func startApp(t *testing.T) *app {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &app{port: ln.Addr().(*net.TCPAddr).Port}
-	a.healthy.Store(true)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if !a.healthy.Load() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return a
-}
-
 // registrarSettings are what the webhook gives pod i of appName, with the
 // downward API resolved as the kubelet would and the given renewal
 // interval. Each registrar serves /metrics on a loopback IP of its own, as
 // each pod has its own IP: a port picked free and released could be taken
 // by one of the fleet's own connections before the registrar binds it.
-func registrarSettings(appName string, i int, a *app, renewal time.Duration, urls ...string) sidecar.Config {
+func registrarSettings(appName string, i int, a *harness.App, renewal time.Duration, urls ...string) sidecar.Config {
 	pod := fmt.Sprintf("%s-%03d", strings.ToLower(appName), i)
-	s := sidecar.Defaults(appName, a.port)
+	s := sidecar.Defaults(appName, a.Port)
 	s.PodName, s.PodNamespace, s.PodUID, s.PodIP, s.NodeName = pod, "shop", "uid-"+pod, "127.0.0.1", "node-1"
 	s.EurekaURLs = urls
 	s.Metadata = map[string]string{"zone": "zone-a"}
 	s.ClusterID, s.Syncer = "cluster-faults", strings.ToLower(appName)
-	s.Health = sidecar.HealthConfig{Type: sidecar.HealthHTTP, Scheme: "http", Path: "/health", Port: a.port,
+	s.Health = sidecar.HealthConfig{Type: sidecar.HealthHTTP, Scheme: "http", Path: "/health", Port: a.Port,
 		Period: 500 * time.Millisecond, Timeout: 500 * time.Millisecond, FailureThreshold: 1, SuccessThreshold: 1}
 	s.RenewalInterval, s.LeaseDuration = renewal, 3*renewal
 	s.RequestTimeout = time.Second
@@ -151,7 +124,7 @@ func TestEurekaKilledAndRestarted_200RegistrarsBackWithinOneHeartbeat(t *testing
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := startApp(t)
+	a := harness.AppT(t, true)
 	f := newFleet(t)
 	want := map[string]string{} // instance id → pod UID
 	for i := range registrars {
@@ -355,7 +328,7 @@ func TestOneOfTwoEurekaURLsDead_NoRegistrationOrHeartbeatFails(t *testing.T) {
 	}
 	t.Cleanup(func() { other.Close() })
 
-	a := startApp(t)
+	a := harness.AppT(t, true)
 	f := newFleet(t)
 	shapes := []struct {
 		name string
@@ -398,9 +371,9 @@ func TestOneOfTwoEurekaURLsDead_NoRegistrationOrHeartbeatFails(t *testing.T) {
 	// The first URL of the last group dies while in use; then the app
 	// goes down and up, so every registrar registers twice more.
 	dying.Block()
-	a.healthy.Store(false)
+	a.SetHealthy(false)
 	harness.Eventually(t, 10*time.Second, "every registrar DOWN", allStatus(eureka.StatusDown))
-	a.healthy.Store(true)
+	a.SetHealthy(true)
 	harness.Eventually(t, 10*time.Second, "every registrar UP again", allStatus(eureka.StatusUp))
 
 	// Three more heartbeats each after the change.

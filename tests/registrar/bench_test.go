@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/tests/harness"
 )
 
 // BenchmarkRegistrar_StartToVisible measures the latency from process start
@@ -24,8 +25,8 @@ func BenchmarkRegistrar_StartToVisible(b *testing.B) {
 	}
 	var visible, gone time.Duration
 	for i := 0; i < b.N; i++ {
-		app := startApp(b)
-		p := startRegistrar(b, envOf(injectedSettings("bench", app.port, server.URL())))
+		app := harness.AppT(b, false)
+		p := startRegistrar(b, envOf(injectedSettings("bench", app.Port, server.URL())))
 		start := time.Now()
 		waitB(b, 10*time.Second, func() bool { _, err := c.Instance(ctx, p.app, p.instanceID()); return err == nil })
 		visible += time.Since(start)
@@ -63,9 +64,8 @@ func BenchmarkRegistrar_Footprint(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	app := startApp(b)
-	app.healthy.Store(true)
-	s := injectedSettings("footprint", app.port, server.URL())
+	app := harness.AppT(b, true)
+	s := injectedSettings("footprint", app.Port, server.URL())
 	s.Health.Period = time.Second
 	p := startRegistrar(b, envOf(s))
 	waitB(b, 10*time.Second, func() bool {

@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -51,34 +49,6 @@ func TestMain(m *testing.M) {
 		defer server.Stop()
 		return m.Run()
 	}())
-}
-
-// testApp is the app container: an HTTP server whose health can be flipped.
-type testApp struct {
-	port    int
-	healthy atomic.Bool
-	srv     *http.Server
-}
-
-func startApp(t testing.TB) *testApp {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &testApp{port: ln.Addr().(*net.TCPAddr).Port}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/actuator/health", func(w http.ResponseWriter, _ *http.Request) {
-		if !a.healthy.Load() {
-			http.Error(w, `{"status":"DOWN"}`, http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprint(w, `{"status":"UP"}`)
-	})
-	a.srv = &http.Server{Handler: mux}
-	go a.srv.Serve(ln)
-	t.Cleanup(func() { a.srv.Close() })
-	return a
 }
 
 // pod is one registrar process with the environment the webhook injects.
