@@ -306,7 +306,7 @@ func TestManifests_TheManagerReadsSecretsOnlyWhereANamespaceGrantsIt(t *testing.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = suite.c.Delete(context.Background(), grant) })
-	harness.Eventually(t, 10*time.Second, "the granted namespace's Secret readable", func() error { return readable(granted) })
+	harness.Eventually(t, 30*time.Second, "the granted namespace's Secret readable", func() error { return readable(granted) })
 	if err := readable(other); !apierrors.IsForbidden(err) {
 		t.Fatalf("the manager read a Secret of a namespace that granted nothing: %v, want Forbidden", err)
 	}

@@ -55,7 +55,7 @@ func TestOrphan_RegistrarKilledIsCollected(t *testing.T) {
 	if err := c.Node.Signal(ctx, registrar, "SIGSTOP"); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 10*time.Second, fmt.Sprintf("the registrar of %s (pid %d) stopped", victim.Name, pid), func() error {
+	harness.Eventually(t, 30*time.Second, fmt.Sprintf("the registrar of %s (pid %d) stopped", victim.Name, pid), func() error {
 		if s := processState(pid); s != "T" {
 			return fmt.Errorf("state %q", s)
 		}

