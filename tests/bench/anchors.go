@@ -160,7 +160,7 @@ func webhookClient(caPEM []byte, conns int) (*http.Client, error) {
 // eurekubePatch asks the manager's webhook for the bench pod's patch: what
 // the precomputed anchor answers.
 func eurekubePatch(hc *http.Client, m *manager) ([]byte, error) {
-	body, err := admissionReview(benchPod(injectedNamespace))
+	body, err := harness.PodCreateReview("bench-0001", benchPod(injectedNamespace))
 	if err != nil {
 		return nil, err
 	}

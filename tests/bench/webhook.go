@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,10 +13,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -278,7 +275,7 @@ func measureCreates(ctx context.Context, o WebhookOptions, cs *kubernetes.Client
 // handler.
 func measureHandler(ctx context.Context, o WebhookOptions, hc *http.Client, m *manager, r *Results) (Durations, error) {
 	url := "https://" + m.WebhookAddr() + webhook.Path
-	body, err := admissionReview(benchPod(injectedNamespace))
+	body, err := harness.PodCreateReview("bench-0001", benchPod(injectedNamespace))
 	if err != nil {
 		return nil, err
 	}
@@ -413,28 +410,4 @@ func cmpErr(a, b error) error {
 		return a
 	}
 	return b
-}
-
-// admissionReview is what the API server sends for a pod CREATE.
-func admissionReview(pod *corev1.Pod) ([]byte, error) {
-	raw, err := json.Marshal(pod)
-	if err != nil {
-		return nil, fmt.Errorf("admission review: %w", err)
-	}
-	body, err := json.Marshal(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID:         "bench-0001",
-			Kind:        metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
-			Resource:    metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
-			RequestKind: &metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
-			Namespace:   pod.Namespace,
-			Operation:   admissionv1.Create,
-			Object:      runtime.RawExtension{Raw: raw},
-		},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("admission review: %w", err)
-	}
-	return body, nil
 }
