@@ -114,11 +114,11 @@ func registrarSample(ctx context.Context, o RegistrarOptions, bin string, c *eur
 	if err != nil {
 		return 0, 0, err
 	}
-	p, err := startProcess(bin, env, filepath.Join(o.WorkDir, "registrar-"+name+".log"))
+	p, err := harness.StartProcess("registrar", bin, nil, env, filepath.Join(o.WorkDir, "registrar-"+name+".log"))
 	if err != nil {
 		return 0, 0, err
 	}
-	defer p.stop(5 * time.Second)
+	defer func() { _ = p.Stop() }()
 	id := registrarInstanceID(name, app.Port)
 	status := func(want eureka.Status) func() error {
 		return func() error {
@@ -148,7 +148,7 @@ func registrarSample(ctx context.Context, o RegistrarOptions, bin string, c *eur
 		return 0, 0, err
 	}
 	up = time.Since(start)
-	if err := p.signal(syscall.SIGTERM); err != nil {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		return 0, 0, err
 	}
 	start = time.Now()
@@ -163,9 +163,9 @@ func registrarSample(ctx context.Context, o RegistrarOptions, bin string, c *eur
 	}
 	gone = time.Since(start)
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(5 * time.Second):
-		return 0, 0, fmt.Errorf("registrar %s did not exit within 5 s of SIGTERM (log %s)", name, p.log)
+		return 0, 0, fmt.Errorf("registrar %s did not exit within 5 s of SIGTERM (log %s)", name, p.LogPath())
 	}
 	return up, gone, nil
 }
@@ -196,11 +196,11 @@ func registrarSteadyState(ctx context.Context, o RegistrarOptions, bin string, b
 		return err
 	}
 	steadyStart := time.Now()
-	p, err := startProcess(bin, env, filepath.Join(o.WorkDir, "registrar-steady.log"))
+	p, err := harness.StartProcess("registrar", bin, nil, env, filepath.Join(o.WorkDir, "registrar-steady.log"))
 	if err != nil {
 		return err
 	}
-	defer p.stop(5 * time.Second)
+	defer func() { _ = p.Stop() }()
 	spring, err := harness.StartSpringClient(ctx, harness.SpringClientOptions{
 		EurekaURL: springProxy.URL(),
 		// It calls nothing that exists, once an hour: only its Eureka
@@ -240,7 +240,7 @@ func registrarSteadyState(ctx context.Context, o RegistrarOptions, bin string, b
 
 	o.Log.WithField("window", o.Window).Info("registrar and Spring app registered; counting their Eureka requests")
 	reg0, spr0 := regProxy.Counts(), springProxy.Counts()
-	cpuReg0, err := CPUTime(p.pid())
+	cpuReg0, err := CPUTime(p.Pid())
 	if err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ func registrarSteadyState(ctx context.Context, o RegistrarOptions, bin string, b
 		return ctx.Err()
 	}
 	reg, spr := regProxy.Counts().Sub(reg0), springProxy.Counts().Sub(spr0)
-	cpuReg1, err := CPUTime(p.pid())
+	cpuReg1, err := CPUTime(p.Pid())
 	if err != nil {
 		return err
 	}
@@ -263,7 +263,7 @@ func registrarSteadyState(ctx context.Context, o RegistrarOptions, bin string, b
 		return err
 	}
 	measuredAt := time.Now()
-	memReg, err := ReadMemory(p.pid())
+	memReg, err := ReadMemory(p.Pid())
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,15 @@ func (p *Process) Exited() bool {
 	}
 }
 
+// Signal sends sig to the process alone, as the kubelet signals a
+// container's main process.
+func (p *Process) Signal(sig syscall.Signal) error {
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("%s: signal pid %d: %w", p.name, p.Pid(), err)
+	}
+	return nil
+}
+
 // Kill ends the process group at once (SIGKILL), as a crash or an evicted
 // node would, and waits for it to be gone.
 func (p *Process) Kill() {
