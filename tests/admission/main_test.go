@@ -285,20 +285,3 @@ func testContext(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-
-// eventually polls cond until it returns nil or timeout passes, then fails
-// with cond's last error.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(context.Context) error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(testContext(t), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		err := cond(ctx)
-		if ctx.Err() == nil {
-			last = err
-		}
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s: %v", what, timeout, last)
-	}
-}

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"bytes"
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -13,6 +12,7 @@ import (
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
+	"github.com/eurekube/eurekube/tests/harness"
 )
 
 func TestWebhook_ServesARotatedCertificateWithoutARestart(t *testing.T) {
@@ -28,7 +28,7 @@ func TestWebhook_ServesARotatedCertificateWithoutARestart(t *testing.T) {
 	if bytes.Equal(before.Raw, rotated.Cert.Raw) {
 		t.Fatal("rotation produced the same certificate")
 	}
-	eventually(t, 30*time.Second, "the webhook serves the rotated certificate", func(context.Context) error {
+	harness.Eventually(t, 30*time.Second, "the webhook serves the rotated certificate", func() error {
 		served, err := servedCertificate()
 		if err != nil {
 			return err

@@ -94,6 +94,19 @@ func (p *Process) Stop() error {
 	}
 }
 
+// Log is the process's whole output so far.
+func (p *Process) Log() string {
+	data, _ := os.ReadFile(p.logPath)
+	return string(data)
+}
+
+// ExitCode is the process's exit code once Done is closed (-1 when a
+// signal ended it).
+func (p *Process) ExitCode() int {
+	<-p.done
+	return p.cmd.ProcessState.ExitCode()
+}
+
 // LogTail is the end of the process's output, for error messages.
 func (p *Process) LogTail() string {
 	data, _ := os.ReadFile(p.logPath)
