@@ -30,14 +30,14 @@ func BenchmarkRegistrar_StartToVisible(b *testing.B) {
 		start := time.Now()
 		waitB(b, 10*time.Second, func() bool { _, err := c.Instance(ctx, p.app, p.instanceID()); return err == nil })
 		visible += time.Since(start)
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		_ = p.Signal(syscall.SIGTERM)
 		start = time.Now()
 		waitB(b, 5*time.Second, func() bool {
 			_, err := c.Instance(ctx, p.app, p.instanceID())
 			return errors.Is(err, eureka.ErrNotFound)
 		})
 		gone += time.Since(start)
-		<-p.done
+		<-p.Done()
 	}
 	b.ReportMetric(float64(visible.Milliseconds())/float64(b.N), "ms-start-to-visible")
 	b.ReportMetric(float64(gone.Microseconds())/1000/float64(b.N), "ms-sigterm-to-gone")
@@ -72,20 +72,20 @@ func BenchmarkRegistrar_Footprint(b *testing.B) {
 		inst, err := c.Instance(ctx, p.app, p.instanceID())
 		return err == nil && inst.Status == eureka.StatusUp
 	})
-	cpu0 := cpuTime(b, p.cmd.Process.Pid)
+	cpu0 := cpuTime(b, p.Pid())
 	beats0 := metric(b, p, `eurekube_registrar_heartbeats_total{result="ok"}`)
 	time.Sleep(window) // the measurement window itself, not a wait for a condition
-	cpu1 := cpuTime(b, p.cmd.Process.Pid)
+	cpu1 := cpuTime(b, p.Pid())
 	beats := metric(b, p, `eurekube_registrar_heartbeats_total{result="ok"}`) - beats0
-	rss := rssKiB(b, p.cmd.Process.Pid)
+	rss := rssKiB(b, p.Pid())
 	b.ReportMetric(float64(info.Size())/(1<<20), "MiB-binary")
 	b.ReportMetric(float64(rss)/1024, "MiB-RSS")
 	if beats > 0 {
 		b.ReportMetric(float64((cpu1-cpu0).Microseconds())/beats/1000, "ms-CPU/heartbeat")
 	}
 	b.ReportMetric(beats*60/window.Seconds(), "heartbeats/min")
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	<-p.done
+	_ = p.Signal(syscall.SIGTERM)
+	<-p.Done()
 }
 
 func waitB(b *testing.B, timeout time.Duration, cond func() bool) {

@@ -3,16 +3,13 @@
 package registrar_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -53,30 +50,10 @@ func TestMain(m *testing.M) {
 
 // pod is one registrar process with the environment the webhook injects.
 type pod struct {
-	name string
-	app  string
-	port int
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan struct{}
-	exit int
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	*harness.Process
+	name, app string
+	port      int
+	env       map[string]string
 }
 
 var podSeq atomic.Int32
@@ -111,28 +88,20 @@ func envOf(s sidecar.Config) map[string]string {
 
 func startRegistrar(t testing.TB, env map[string]string) *pod {
 	t.Helper()
-	p := &pod{name: env[sidecar.EnvPodName], app: env[sidecar.EnvAppName], out: &syncBuffer{}, done: make(chan struct{})}
+	p := &pod{name: env[sidecar.EnvPodName], app: env[sidecar.EnvAppName], env: env}
 	p.port, _ = strconv.Atoi(env[sidecar.EnvPort])
-	p.cmd = exec.Command(registrarBin)
-	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	vars := make([]string, 0, len(env))
 	for k, v := range env {
-		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+		vars = append(vars, k+"="+v)
 	}
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
+	var err error
+	if p.Process, err = harness.StartProcess("registrar "+p.name, registrarBin, nil, vars, filepath.Join(t.TempDir(), "registrar.log")); err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		_ = p.cmd.Wait()
-		p.exit = p.cmd.ProcessState.ExitCode()
-		close(p.done)
-	}()
 	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
+		p.Kill()
 		if t.Failed() {
-			t.Logf("registrar %s output:\n%s", p.name, p.out.String())
+			t.Logf("registrar %s output:\n%s", p.name, p.Log())
 		}
 	})
 	return p
@@ -142,14 +111,7 @@ func (p *pod) instanceID() string {
 	return fmt.Sprintf("%s:%s:%d", p.name, strings.ToLower(p.app), p.port)
 }
 
-func (p *pod) running() bool {
-	select {
-	case <-p.done:
-		return false
-	default:
-		return true
-	}
-}
+func (p *pod) running() bool { return !p.Exited() }
 
 func eurekaClient(t testing.TB) *eureka.Client {
 	t.Helper()

@@ -7,18 +7,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/eurekube/eurekube/sidecar"
 )
 
 // metric reads one sample from the registrar's /metrics; 0 when absent.
 func metric(t testing.TB, p *pod, series string) float64 {
 	t.Helper()
-	for _, kv := range p.cmd.Env {
-		if addr, ok := strings.CutPrefix(kv, "EUREKUBE_LISTEN_ADDR="); ok {
-			return scrape(t, addr, series)
-		}
+	addr, ok := p.env[sidecar.EnvListenAddr]
+	if !ok {
+		t.Fatal("no listen address")
 	}
-	t.Fatal("no listen address")
-	return 0
+	return scrape(t, addr, series)
 }
 
 func failedRequests(t testing.TB, addr string) float64 {

@@ -54,7 +54,7 @@ func TestRegistrar_FollowsAppHealthAndLeavesOnSIGTERM(t *testing.T) {
 		}
 	}
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	harness.Eventually(t, 30*time.Second, "gone from the server after SIGTERM", func() error {
@@ -65,12 +65,12 @@ func TestRegistrar_FollowsAppHealthAndLeavesOnSIGTERM(t *testing.T) {
 		return fmt.Errorf("still registered (err %v)", err)
 	})
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(30 * time.Second):
 		t.Fatal("registrar did not exit after SIGTERM")
 	}
-	if p.exit != 0 {
-		t.Fatalf("exit code %d after SIGTERM, want 0", p.exit)
+	if p.ExitCode() != 0 {
+		t.Fatalf("exit code %d after SIGTERM, want 0", p.ExitCode())
 	}
 }
 
@@ -175,13 +175,16 @@ func TestRegistrar_WaitsOutAnUnreachableEurekaWithBoundedLogs(t *testing.T) {
 	s.RenewalInterval = 5 * time.Second
 	// The app stays healthy throughout: a probe slow on a busy machine must
 	// not flap it and log a DOWN and an UP the outage did not cause.
-	s.Health.Timeout, s.Health.FailureThreshold = 2*time.Second, 3
+	s.Health.Period, s.Health.Timeout, s.Health.FailureThreshold = time.Second, time.Second, 3
 	p := startRegistrar(t, envOf(s))
 	c := eurekaClient(t)
 
 	// Let it fail for minutes: until it has made 70 attempts (over two
 	// minutes with a 2 s backoff cap), as its metrics report.
 	harness.Eventually(t, 5*time.Minute, "two minutes of failed attempts", func() error {
+		if !p.running() {
+			t.Fatalf("registrar exited while Eureka was unreachable:\n%s", p.Log())
+		}
 		n := failedRequests(t, s.ListenAddr)
 		if n < 70 {
 			return fmt.Errorf("%v failed attempts so far", n)
@@ -189,11 +192,11 @@ func TestRegistrar_WaitsOutAnUnreachableEurekaWithBoundedLogs(t *testing.T) {
 		return nil
 	})
 	if !p.running() {
-		t.Fatalf("registrar exited while Eureka was unreachable:\n%s", p.out.String())
+		t.Fatalf("registrar exited while Eureka was unreachable:\n%s", p.Log())
 	}
 	// Start-up lines, the first failure, then one line a minute.
-	if lines := strings.Count(p.out.String(), "\n"); lines > 6 {
-		t.Fatalf("%d log lines during the outage, want a bounded few:\n%s", lines, p.out.String())
+	if lines := strings.Count(p.Log(), "\n"); lines > 6 {
+		t.Fatalf("%d log lines during the outage, want a bounded few:\n%s", lines, p.Log())
 	}
 
 	proxy.Unblock()
@@ -241,13 +244,13 @@ func TestRegistrar_BadConfigurationExitsNamingTheVariable(t *testing.T) {
 			env[tc.env] = tc.value
 			p := startRegistrar(t, env)
 			select {
-			case <-p.done:
+			case <-p.Done():
 			case <-time.After(10 * time.Second):
 				t.Fatal("registrar did not exit on bad configuration")
 			}
-			out := strings.TrimSpace(p.out.String())
-			if p.exit == 0 || !strings.Contains(out, tc.env) || strings.Count(out, "\n") > 0 {
-				t.Fatalf("exit %d, output %q: want non-zero and one line naming %s", p.exit, out, tc.env)
+			out := strings.TrimSpace(p.Log())
+			if p.ExitCode() == 0 || !strings.Contains(out, tc.env) || strings.Count(out, "\n") > 0 {
+				t.Fatalf("exit %d, output %q: want non-zero and one line naming %s", p.ExitCode(), out, tc.env)
 			}
 		})
 	}
