@@ -31,7 +31,7 @@ func TestStatus_CountsSelectedInjectedAndRegisteredPods(t *testing.T) {
 		pod := newPod(t, ns, "orders", fmt.Sprintf("orders-%d", i), true, fmt.Sprintf("10.0.0.%d", i))
 		register(t, c, s, pod)
 	}
-	harness.Eventually(t, 3*resync, "status 3 selected, 3 injected, 3 registered, READY 3/3, Synced", func() error {
+	harness.Eventually(t, patience, "status 3 selected, 3 injected, 3 registered, READY 3/3, Synced", func() error {
 		got, err := getSyncer(s)
 		if err != nil {
 			return err
@@ -71,7 +71,7 @@ func TestSynced_FalseWhilePodsAreSelectedAndNoInstanceIsUp(t *testing.T) {
 		podShape{ns: ns, app: "cart", name: fmt.Sprintf("cart-%d", i), ip: fmt.Sprintf("10.0.6.%d", i), registrar: true, ready: false,
 			annotations: map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusInjected, v1alpha1.SyncerAnnotation: "cart", v1alpha1.DrainAnnotation: "100"}}.create(t)
 	}
-	harness.Eventually(t, 3*resync, "READY 0/2, Synced False NoInstanceUp", func() error {
+	harness.Eventually(t, patience, "READY 0/2, Synced False NoInstanceUp", func() error {
 		got, err := getSyncer(s)
 		if err != nil {
 			return err
@@ -110,7 +110,7 @@ func TestOverlap_TheNewerSyncerNamesTheOlderThatOwnsThePods(t *testing.T) {
 	for i := 1; i <= 2; i++ { // the webhook gave them to the older syncer
 		register(t, c, older, newPod(t, ns, "ledger", fmt.Sprintf("ledger-%d", i), true, fmt.Sprintf("10.0.7.%d", i)))
 	}
-	harness.Eventually(t, 3*resync, "the newer syncer counts none and names the owner; the older counts both", func() error {
+	harness.Eventually(t, patience, "the newer syncer counts none and names the owner; the older counts both", func() error {
 		gotNewer, err := getSyncer(newer)
 		if err != nil {
 			return err
@@ -181,7 +181,7 @@ func TestAdaptations_OneEventPerReasonStatusEntriesAndAGauge(t *testing.T) {
 	podShape{ns: ns, app: "quotes", name: "quotes-migrate", ready: false, // a Job's pod, skipped on purpose
 		annotations: map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusSkipped, v1alpha1.SyncerAnnotation: "quotes",
 			v1alpha1.AdaptationsAnnotation: v1alpha1.EncodeAdaptations([]v1alpha1.Adaptation{finish})}}.create(t)
-	harness.Eventually(t, 3*resync, "the manager's cache holds the pods", func() error {
+	harness.Eventually(t, patience, "the manager's cache holds the pods", func() error {
 		var list corev1.PodList
 		if err := mgr.GetClient().List(ctx, &list, &clientInNamespace{ns}); err != nil || len(list.Items) != len(shapes)+1 {
 			return fmt.Errorf("%d pods cached, %v", len(list.Items), err)
@@ -199,7 +199,7 @@ func TestAdaptations_OneEventPerReasonStatusEntriesAndAGauge(t *testing.T) {
 		register(t, c, s, pod)
 	}
 
-	harness.Eventually(t, 3*resync, "adaptations, skipped pods and pods without drain in status", func() error {
+	harness.Eventually(t, patience, "adaptations, skipped pods and pods without drain in status", func() error {
 		got, err := getSyncer(s)
 		if err != nil {
 			return err
@@ -261,7 +261,7 @@ func TestAdaptations_OneEventPerReasonStatusEntriesAndAGauge(t *testing.T) {
 		"PodMeantToFinish":      "[Warning 1 1 running pod(s) of this syncer (quotes-migrate)",
 		"AdaptationsUnreadable": "[Warning 1 1 running pod(s) of this syncer (quotes-garbled); quotes-garbled: annotation eurekube.io/adaptations",
 	}
-	harness.Eventually(t, 3*resync, "one event per reason", wantEvents(first))
+	harness.Eventually(t, patience, "one event per reason", wantEvents(first))
 	time.Sleep(2 * resync) // resyncs that change nothing report nothing
 	if err := wantEvents(first)(); err != nil {
 		t.Fatal(err)
@@ -308,8 +308,8 @@ func TestAdaptations_OneEventPerReasonStatusEntriesAndAGauge(t *testing.T) {
 		"DrainDisabled":    first["DrainDisabled"] + "|[Normal 1 no running pod of this syncer carries this adaptation any more",
 		"PodMeantToFinish": first["PodMeantToFinish"],
 	}
-	harness.Eventually(t, 3*resync, "one more event for each reason that changed", wantEvents(second))
-	harness.Eventually(t, 3*resync, "the gauge follows", func() error {
+	harness.Eventually(t, patience, "one more event for each reason that changed", wantEvents(second))
+	harness.Eventually(t, patience, "the gauge follows", func() error {
 		if got, err := gauge(); err != nil || fmt.Sprint(got) != "map[AdaptationsUnreadable:1 PodMeantToFinish:1 PreStopComposed:4]" {
 			return fmt.Errorf("eurekube_syncer_pod_adaptations = %v, %v", got, err)
 		}
@@ -342,7 +342,7 @@ func TestOrphans_AnInstanceWhosePodIsGoneIsRemovedWithinOneResync(t *testing.T) 
 			keepInst := register(t, c, s, keep)
 			doomed := newPod(t, ns, "payments", "payments-2", true, "10.0.1.2")
 			orphan := register(t, c, s, doomed)
-			harness.Eventually(t, 3*resync, "both registered", func() error {
+			harness.Eventually(t, patience, "both registered", func() error {
 				got, err := getSyncer(s)
 				if err != nil || got.Status.RegisteredInstances != 2 {
 					all, lerr := c.Instances(context.Background(), s.EffectiveAppName())
@@ -356,7 +356,7 @@ func TestOrphans_AnInstanceWhosePodIsGoneIsRemovedWithinOneResync(t *testing.T) 
 				t.Fatal(err)
 			}
 			deleted := time.Now()
-			harness.Eventually(t, resync+2*time.Second, "orphan removed", func() error {
+			harness.Eventually(t, patience, "orphan removed", func() error {
 				_, err := c.Instance(context.Background(), orphan.App, orphan.InstanceID)
 				if errors.Is(err, eureka.ErrNotFound) {
 					return nil
@@ -366,7 +366,7 @@ func TestOrphans_AnInstanceWhosePodIsGoneIsRemovedWithinOneResync(t *testing.T) 
 			if _, err := c.Instance(context.Background(), keepInst.App, keepInst.InstanceID); err != nil {
 				t.Fatalf("the instance of a live pod was removed: %v", err)
 			}
-			harness.Eventually(t, 3*resync, "orphan counted", func() error {
+			harness.Eventually(t, patience, "orphan counted", func() error {
 				got, err := getSyncer(s)
 				if err != nil || got.Status.OrphansRemoved != 1 || got.Status.RegisteredInstances != 1 {
 					return fmt.Errorf("status %+v, %v", got.Status, err)
@@ -383,7 +383,7 @@ func TestPodsInjected_FalseNamingASelectedPodWithoutTheRegistrar(t *testing.T) {
 	foreign(t, directClient(t, server.URL()), s)
 	newPod(t, ns, "billing", "billing-injected", true, "10.0.2.1")
 	newPod(t, ns, "billing", "billing-before-label", false, "10.0.2.2")
-	harness.Eventually(t, 3*resync, "PodsInjected false naming the pod", func() error {
+	harness.Eventually(t, patience, "PodsInjected false naming the pod", func() error {
 		got, err := getSyncer(s)
 		if err != nil {
 			return err
@@ -413,12 +413,12 @@ func TestEurekaDown_ReportedWithTheURLAndRecoveredOnItsOwn(t *testing.T) {
 			return nil
 		}
 	}
-	harness.Eventually(t, 3*resync, "reachable", condition(metav1.ConditionTrue, ""))
+	harness.Eventually(t, patience, "reachable", condition(metav1.ConditionTrue, ""))
 	proxy.Block()
 	defer proxy.Unblock()
-	harness.Eventually(t, 3*resync+2*time.Second, "unreachable, naming the URL", condition(metav1.ConditionFalse, proxy.Addr()))
+	harness.Eventually(t, patience, "unreachable, naming the URL", condition(metav1.ConditionFalse, proxy.Addr()))
 	proxy.Unblock()
-	harness.Eventually(t, 3*resync+2*time.Second, "reachable again", condition(metav1.ConditionTrue, ""))
+	harness.Eventually(t, patience, "reachable again", condition(metav1.ConditionTrue, ""))
 }
 
 func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
@@ -434,7 +434,7 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 	if err := k8s.Delete(ctx, gone, &clientGrace0); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 3*resync, "finalizer added", func() error {
+	harness.Eventually(t, patience, "finalizer added", func() error {
 		got, err := getSyncer(s)
 		if err != nil || len(got.Finalizers) == 0 {
 			return fmt.Errorf("finalizers %v, %v", got.Finalizers, err)
@@ -444,7 +444,7 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 	if err := k8s.Delete(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 3*resync, "the running pod's instance out of traffic, the orphan gone, the pod to restart named", func() error {
+	harness.Eventually(t, patience, "the running pod's instance out of traffic, the orphan gone, the pod to restart named", func() error {
 		got, err := c.Instance(ctx, inst.App, inst.InstanceID)
 		if err != nil || got.Status != eureka.StatusDown {
 			return fmt.Errorf("running pod's instance: %+v, %v", got.Status, err)
@@ -468,7 +468,7 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 	if err := k8s.Delete(ctx, running, &clientGrace0); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 3*resync, "syncer gone once nothing is left", func() error {
+	harness.Eventually(t, patience, "syncer gone once nothing is left", func() error {
 		if _, err := getSyncer(s); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("syncer still there (%v)", err)
 		}
@@ -499,7 +499,7 @@ func TestOrphans_APodThatNoLongerMatchesIsNotAnOrphan(t *testing.T) {
 	foreign(t, c, s)
 	relabelled := newPod(t, ns, "search", "search-1", true, "10.0.4.1")
 	kept := register(t, c, s, relabelled)
-	harness.Eventually(t, 3*resync, "registered", func() error {
+	harness.Eventually(t, patience, "registered", func() error {
 		got, err := getSyncer(s)
 		if err != nil || got.Status.RegisteredInstances != 1 || got.Status.SelectedPods != 1 {
 			return fmt.Errorf("status %+v, %v", got.Status, err)
@@ -518,7 +518,7 @@ func TestOrphans_APodThatNoLongerMatchesIsNotAnOrphan(t *testing.T) {
 	if err := k8s.Delete(ctx, doomed, &clientGrace0); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 3*resync, "the true orphan removed", func() error {
+	harness.Eventually(t, patience, "the true orphan removed", func() error {
 		if _, err := c.Instance(ctx, orphan.App, orphan.InstanceID); !errors.Is(err, eureka.ErrNotFound) {
 			return fmt.Errorf("orphan still there (%v)", err)
 		}
@@ -527,7 +527,7 @@ func TestOrphans_APodThatNoLongerMatchesIsNotAnOrphan(t *testing.T) {
 	if _, err := c.Instance(ctx, kept.App, kept.InstanceID); err != nil {
 		t.Fatalf("the instance of a running pod outside the selector was removed: %v", err)
 	}
-	harness.Eventually(t, 3*resync, "0 selected, 1 registered", func() error {
+	harness.Eventually(t, patience, "0 selected, 1 registered", func() error {
 		got, err := getSyncer(s)
 		if err != nil || got.Status.SelectedPods != 0 || got.Status.RegisteredInstances != 1 {
 			return fmt.Errorf("status %+v, %v", got.Status, err)
@@ -546,7 +546,7 @@ func TestDelete_WhileEurekaIsDownTheSyncerStaysUntilItAnswers(t *testing.T) {
 	// in Kubernetes holds the syncer back; only Eureka says it must stay.
 	gone := newPod(t, ns, "payments", "payments-1", true, "10.0.5.1")
 	inst := register(t, c, s, gone)
-	harness.Eventually(t, 3*resync, "finalizer added", func() error {
+	harness.Eventually(t, patience, "finalizer added", func() error {
 		got, err := getSyncer(s)
 		if err != nil || len(got.Finalizers) == 0 {
 			return fmt.Errorf("finalizers %v, %v", got.Finalizers, err)
@@ -561,7 +561,7 @@ func TestDelete_WhileEurekaIsDownTheSyncerStaysUntilItAnswers(t *testing.T) {
 	if err := k8s.Delete(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, 3*resync+2*time.Second, "deletion blocked, saying why and how to abandon", func() error {
+	harness.Eventually(t, patience, "deletion blocked, saying why and how to abandon", func() error {
 		got, err := getSyncer(s)
 		if err != nil {
 			return fmt.Errorf("syncer: %w (it must stay while its instances cannot be removed)", err)
@@ -578,7 +578,7 @@ func TestDelete_WhileEurekaIsDownTheSyncerStaysUntilItAnswers(t *testing.T) {
 	}
 
 	proxy.Unblock()
-	harness.Eventually(t, 3*resync+2*time.Second, "once Eureka answers: the orphan cancelled, then the syncer gone", func() error {
+	harness.Eventually(t, patience, "once Eureka answers: the orphan cancelled, then the syncer gone", func() error {
 		if _, err := c.Instance(ctx, inst.App, inst.InstanceID); !errors.Is(err, eureka.ErrNotFound) {
 			return fmt.Errorf("orphan still there (%v)", err)
 		}

@@ -27,6 +27,10 @@ import (
 const (
 	clusterID = "cluster-under-test"
 	resync    = 2 * time.Second
+	// patience bounds every wait for the reconciler: a resync or two on a
+	// quiet machine, far more on a busy one; how fast it is belongs to
+	// make bench.
+	patience = time.Minute
 )
 
 var (
