@@ -40,7 +40,7 @@ func TestRun_WritesTheReportFromRealParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"pod CREATE p99, with ÷ without", "handler p99, one client", "2 syncers × 3 pods: manager peak RSS", "kube-apiserver v"} {
+	for _, want := range []string{"pod CREATE p99, Eurekube ÷ precomputed patch", "handler p99, one client", "2 syncers × 3 pods: manager peak RSS", "kube-apiserver v"} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("REPORT.md lacks %q", want)
 		}
