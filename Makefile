@@ -73,16 +73,16 @@ unit: ## The tests that need nothing but Go (go test -short): seconds, no JVM, n
 	go test -short -count=1 ./...
 
 .PHONY: test
-# tests/tools/testrun runs the end-to-end suite on the real node and the
-# registrar suite (both mostly waiting) from the start, beside lint and then
-# every other package, then the fuzz targets, and leaves no process behind
-# however the run ends.
+# tests/tools/testrun runs the end-to-end suite on the real node, the
+# registrar suite (both mostly waiting) and lint from the start, beside
+# every other package's tests and then the fuzz targets, and leaves no
+# process behind however the run ends.
 test: deps ## Install and build everything needed, then run every test.
 	@start=$$(date +%s); \
 	$(ARTIFACTS); \
 	go build -o bin/testrun ./tests/tools/testrun; \
 	exec bin/testrun -since $$start -background ./tests/cluster,./tests/registrar \
-	  -before '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -- $(GO_TEST_FLAGS)
+	  -beside '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -- $(GO_TEST_FLAGS)
 
 .PHONY: generate-check
 generate-check: generate ## Fail when generated files are out of date.

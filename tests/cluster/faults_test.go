@@ -353,6 +353,7 @@ func replaceAt(doc map[string]any, path []string, v any) map[string]any {
 // answered, bad annotations are denied naming the annotation, nothing
 // panics or restarts, and the manager still injects afterwards.
 func TestMalformedAdmissionRequests_EveryOneAnsweredNoPanic(t *testing.T) {
+	t.Parallel() // see TestMain
 	ctx := context.Background()
 	app := cluster.App{Namespace: "fuzz", Name: "orders"}
 	unscheduled(t, app)

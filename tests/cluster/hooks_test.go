@@ -44,6 +44,7 @@ const (
 // composed the app's own hook with the drain, the syncer reports it in one
 // Event for all its pods, not one per pod.
 func TestRollingUpdate_EveryPreStopKindNoCallFails(t *testing.T) {
+	t.Parallel() // see TestMain
 	rec := startRecorder(t)
 	for _, tc := range []struct {
 		kind  string
@@ -73,8 +74,8 @@ func TestRollingUpdate_EveryPreStopKindNoCallFails(t *testing.T) {
 		}, reports: true},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			// Two at a time (go test's -parallel is GOMAXPROCS): each
-			// in its own namespace, each with its own client.
+			// Beside the other kinds and the suite's other parallel
+			// tests: each in its own namespace, with its own client.
 			t.Parallel()
 			ctx := context.Background()
 			app := cluster.App{Namespace: "hooks-" + tc.kind, Name: "hook" + tc.kind, Replicas: 2,

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -22,8 +23,16 @@ var c *cluster.Cluster
 // interfaces, routes, iptables rules, cgroups, sysctls, paths), having
 // first checked that the listing sees what a running node changes, so that
 // an empty difference means something.
+//
+// The tests that stop or kill manager replicas run first, one at a time;
+// the others (each in its own namespace, with its own Spring client) then
+// run three at a time: they mostly wait on the node, so -parallel's default
+// (GOMAXPROCS, 2 here) would leave it idle.
 func TestMain(m *testing.M) {
 	harness.SkipSuiteWhenShort("a real node, cert-manager and a Eureka server")
+	if !parallelSet() {
+		_ = flag.Set("test.parallel", "3")
+	}
 	if reason := node.Unavailable(node.Options{}); reason != "" {
 		fmt.Println("skipped: " + reason)
 		os.Exit(0)
@@ -60,6 +69,13 @@ func TestMain(m *testing.M) {
 		code = 1
 	}
 	os.Exit(code)
+}
+
+// parallelSet says whether -test.parallel was given.
+func parallelSet() bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	return set
 }
 
 func containsPrefix(lines []string, prefix string) bool {

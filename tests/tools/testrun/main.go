@@ -3,10 +3,10 @@
 //
 // The packages named by -background each run as their own go test from
 // the start (the end-to-end suite on the real node and the registrar
-// suite spend most of their minutes waiting, not computing); meanwhile it
-// runs the -before command (lint), then every other package, then the fuzz
-// targets; it prints each background suite's output when it ends, and
-// says how long the whole run took.
+// suite spend most of their minutes waiting, not computing), and so does
+// the -beside command (lint); meanwhile it runs every other package, then
+// the fuzz targets; it prints each background job's output when it ends,
+// and says how long the whole run took.
 //
 // Everything the tests start descends from it: it is the child subreaper
 // of its process tree, so a process orphaned by a test binary that died (an
@@ -44,7 +44,7 @@ const runEnv = "EUREKUBE_TESTRUN"
 
 func main() {
 	background := flag.String("background", "", "comma-separated packages, each run by its own go test from the start, beside the others")
-	before := flag.String("before", "", "a shell command run before the other packages' tests (while the background ones run)")
+	beside := flag.String("beside", "", "a shell command run from the start, beside the tests")
 	fuzzTime := flag.String("fuzztime", "10s", "how long each fuzz target runs")
 	grace := flag.Duration("grace", 90*time.Second, "how long interrupted tests may take to clean up before they are killed")
 	fuzzOnly := flag.Bool("fuzz-only", false, "run only the fuzz targets")
@@ -82,7 +82,7 @@ func main() {
 	if *fuzzOnly {
 		err = fuzz(ctx, *fuzzTime)
 	} else {
-		err = run(ctx, splitList(*background), *before, goTestFlags, *fuzzTime)
+		err = run(ctx, splitList(*background), *beside, goTestFlags, *fuzzTime)
 	}
 	signal.Stop(signals)
 	if ctx.Err() != nil {
@@ -101,49 +101,51 @@ func fail(start time.Time, err error) {
 }
 
 // run runs the tests, then the fuzz targets when they passed.
-func run(ctx context.Context, background []string, before string, goTestFlags []string, fuzzTime string) error {
+func run(ctx context.Context, background []string, beside string, goTestFlags []string, fuzzTime string) error {
 	all, err := goList(ctx, "./...")
 	if err != nil {
 		return err
 	}
 	type job struct {
-		pkgs []string
+		name string
 		out  bytes.Buffer
 		done chan error
 	}
 	var jobs []*job
+	start := func(name string, cmd *exec.Cmd) error {
+		j := &job{name: name, done: make(chan error, 1)}
+		cmd.Stdout, cmd.Stderr = &j.out, &j.out
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		go func() { j.done <- cmd.Wait() }()
+		jobs = append(jobs, j)
+		return nil
+	}
 	for _, pattern := range background {
 		pkgs, err := goList(ctx, pattern)
 		if err != nil {
 			return err
 		}
 		all = slices.DeleteFunc(all, func(p string) bool { return slices.Contains(pkgs, p) })
-		j := &job{pkgs: pkgs, done: make(chan error, 1)}
-		cmd := goCmd(ctx, append(append([]string{"test"}, goTestFlags...), pkgs...)...)
-		cmd.Stdout, cmd.Stderr = &j.out, &j.out
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("go test %s: %w", strings.Join(pkgs, " "), err)
+		if err := start("go test "+strings.Join(pkgs, " "), goCmd(ctx, append(append([]string{"test"}, goTestFlags...), pkgs...)...)); err != nil {
+			return err
 		}
-		go func() { j.done <- cmd.Wait() }()
-		jobs = append(jobs, j)
+	}
+	if beside != "" {
+		cmd := exec.CommandContext(ctx, "bash", "-c", beside)
+		cmd.Cancel = func() error { return nil }
+		if err := start(beside, cmd); err != nil {
+			return err
+		}
 	}
 	var errs []error
-	if before != "" {
-		cmd := exec.CommandContext(ctx, "bash", "-c", before)
-		cmd.Cancel = func() error { return nil }
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", before, err))
-		}
-	}
-	if len(errs) == 0 {
-		cmd := goCmd(ctx, append(append([]string{"test"}, goTestFlags...), all...)...)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
-			errs = append(errs, fmt.Errorf("go test: %w", err))
-		} else if err := fuzz(ctx, fuzzTime); err != nil {
-			errs = append(errs, err)
-		}
+	cmd := goCmd(ctx, append(append([]string{"test"}, goTestFlags...), all...)...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		errs = append(errs, fmt.Errorf("go test: %w", err))
+	} else if err := fuzz(ctx, fuzzTime); err != nil {
+		errs = append(errs, err)
 	}
 	for _, j := range jobs {
 		if len(errs) > 0 && ctx.Err() == nil {
@@ -156,7 +158,7 @@ func run(ctx context.Context, background []string, before string, goTestFlags []
 		err := <-j.done
 		os.Stdout.Write(j.out.Bytes())
 		if err != nil {
-			errs = append(errs, fmt.Errorf("go test %s: %w", strings.Join(j.pkgs, " "), err))
+			errs = append(errs, fmt.Errorf("%s: %w", j.name, err))
 		}
 	}
 	return errors.Join(errs...)
