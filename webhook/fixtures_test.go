@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/webhook/webhooktest"
 )
 
 // Small builders for test fixtures (cert-manager style).
@@ -45,21 +46,6 @@ func enabledNamespace() Namespace {
 	return Namespace{Labels: map[string]string{v1alpha1.NamespaceInjectionLabel: "enabled"}}
 }
 
-// springPod is a Spring Boot app with a readinessProbe on the actuator.
-func springPod() *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "orders-7d9f8-abcde", Namespace: "shop", Labels: map[string]string{"app": "orders"}},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name:  "orders",
-				Image: "registry.example/orders:1.4.2",
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/actuator/health", Port: intstr.FromString("http")}},
-					PeriodSeconds:    5,
-					FailureThreshold: 3,
-				},
-			}},
-		},
-	}
-}
+// springPod is webhooktest's Spring Boot pod, named as a ReplicaSet names
+// it.
+func springPod() *corev1.Pod { return webhooktest.SpringBootPod("shop", "orders-7d9f8-abcde") }

@@ -22,6 +22,7 @@ import (
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/webhook"
+	"github.com/eurekube/eurekube/webhook/webhooktest"
 )
 
 // WebhookOptions configure MeasureWebhook.
@@ -48,25 +49,9 @@ const (
 	webhookWarmup        = 50
 )
 
-// benchPod is a Spring Boot app with a readinessProbe on the actuator, the
-// pod the webhook mutates most often.
-func benchPod(namespace string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "orders-", Namespace: namespace, Labels: map[string]string{"app": "orders"}},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name:  "orders",
-				Image: "registry.example/orders:1.4.2",
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/actuator/health", Port: intstr.FromString("http")}},
-					PeriodSeconds:    5,
-					FailureThreshold: 3,
-				},
-			}},
-		},
-	}
-}
+// benchPod is the pod the webhook mutates most often, the one its Go
+// benchmarks use too.
+func benchPod(namespace string) *corev1.Pod { return webhooktest.SpringBootPod(namespace, "") }
 
 // MeasureWebhook adds the webhook's figures to r: the handler in process
 // (BenchmarkHandler, before anything else runs), then on a fresh control

@@ -13,17 +13,13 @@ var registrarBin string
 
 func TestMain(m *testing.M) {
 	harness.SkipSuiteWhenShort("a Eureka server and 200 registrar processes")
-	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "eurekube-faults-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		if registrarBin, err = harness.BuildBinary("./cmd/registrar", dir); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}())
+	bin, cleanup, err := harness.BuildTemp("./cmd/registrar")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	registrarBin = bin
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
 }

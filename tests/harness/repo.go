@@ -75,6 +75,20 @@ func tail(s string, n int) string {
 	return "…" + s[len(s)-n:]
 }
 
+// BuildTemp builds pkg (BuildBinary) into a new temporary directory, for a
+// suite's TestMain; cleanup removes the directory.
+func BuildTemp(pkg string) (bin string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "eurekube-"+filepath.Base(pkg)+"-")
+	if err != nil {
+		return "", nil, err
+	}
+	if bin, err = BuildBinary(pkg, dir); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return bin, func() { os.RemoveAll(dir) }, nil
+}
+
 // BuildBinary compiles a main package of the repository (such as
 // "./cmd/registrar") statically into dir and returns the binary's path.
 func BuildBinary(pkg, dir string) (string, error) {

@@ -26,16 +26,13 @@ var (
 func TestMain(m *testing.M) {
 	harness.SkipSuiteWhenShort("a Eureka server (a JVM)")
 	os.Exit(func() int {
-		dir, err := os.MkdirTemp("", "eurekube-registrar-")
+		bin, cleanup, err := harness.BuildTemp("./cmd/registrar")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
-		if registrarBin, err = harness.BuildBinary("./cmd/registrar", dir); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+		defer cleanup()
+		registrarBin = bin
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		server, err = harness.StartEureka(ctx, harness.EurekaOptions{})
 		cancel()
