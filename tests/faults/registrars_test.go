@@ -350,7 +350,12 @@ func TestOneOfTwoEurekaURLsDead_NoRegistrationOrHeartbeatFails(t *testing.T) {
 	}
 	for s, shape := range shapes {
 		for i := range 5 {
-			f.start(registrarSettings("BILLING", s*10+i, a, renewal, shape.urls...))
+			settings := registrarSettings("BILLING", s*10+i, a, renewal, shape.urls...)
+			// The default, as users run it: the fault under test is the
+			// dead URL, not a live server slowed past a short timeout by
+			// a busy machine.
+			settings.RequestTimeout = sidecar.DefaultRequestTimeout
+			f.start(settings)
 		}
 	}
 	c, err := eureka.New(eureka.Options{URLs: []string{live}, Timeout: 2 * time.Second})
