@@ -44,6 +44,9 @@ func realServer(t *testing.T) *harness.Eureka {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		server, serverErr = harness.StartEureka(ctx, harness.EurekaOptions{Profile: harness.ProfileFast})
+		if serverErr == nil {
+			serverErr = warmUp(ctx, server.URL())
+		}
 	})
 	if serverErr != nil {
 		t.Fatal(serverErr)
@@ -51,12 +54,40 @@ func realServer(t *testing.T) *harness.Eureka {
 	return server
 }
 
+// warmUp registers, reads and cancels one instance with no per-request
+// timeout but ctx's: a JVM that has just started answers its first writes
+// slowly on a busy machine (a first registration took over 2 s at load 20),
+// and the tests' clients should meet a server that answers as it will
+// afterwards.
+func warmUp(ctx context.Context, url string) error {
+	c, err := eureka.New(eureka.Options{URLs: []string{url}, Timeout: time.Minute})
+	if err != nil {
+		return err
+	}
+	inst := testInstance("warm-up", "pod-warm")
+	if err := c.Register(ctx, inst); err != nil {
+		return fmt.Errorf("warm up %s: %w", url, err)
+	}
+	if _, err := c.Instance(ctx, inst.App, inst.InstanceID); err != nil {
+		return fmt.Errorf("warm up %s: %w", url, err)
+	}
+	if err := c.Cancel(ctx, inst.App, inst.InstanceID); err != nil {
+		return fmt.Errorf("warm up %s: %w", url, err)
+	}
+	return nil
+}
+
+// requestTimeout is the tests' per-request timeout: long enough for a real
+// server on a busy machine, short enough that a test of failover is not
+// slow.
+const requestTimeout = 10 * time.Second
+
 func newClient(t *testing.T, urls ...string) *eureka.Client {
 	t.Helper()
 	if len(urls) == 0 {
 		urls = []string{realServer(t).URL()}
 	}
-	c, err := eureka.New(eureka.Options{URLs: urls, Timeout: 2 * time.Second})
+	c, err := eureka.New(eureka.Options{URLs: urls, Timeout: requestTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +124,7 @@ func testInstance(app, pod string) eureka.Instance {
 }
 
 func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), 3*requestTimeout)
 	t.Cleanup(cancel)
 	return c
 }
@@ -396,10 +427,10 @@ func TestFailover_AHangingServerLeavesTheNextOneAShareOfAShortDeadline(t *testin
 		t.Fatal(err)
 	}
 	// The hanging server comes first, as when the server that answered last
-	// stops answering; the per-request timeout (2 s) is as long as the
-	// caller's whole budget, as with the registrar's cancel on shutdown.
+	// stops answering; the per-request timeout is as long as the caller's
+	// whole budget, as with the registrar's cancel on shutdown.
 	c := newClient(t, hanging.URL+"/eureka", realServer(t).URL())
-	budget, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	budget, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	if err := c.Cancel(budget, inst.App, inst.InstanceID); err != nil {
 		t.Fatalf("cancel with the first server hanging: %v", err)
@@ -463,7 +494,7 @@ func (o *opCounter) String() string {
 // read ends.
 func TestRegistryCache_FollowsTheRealServerThroughDeltas(t *testing.T) {
 	ops := &opCounter{ops: map[string]int{}}
-	c, err := eureka.New(eureka.Options{URLs: []string{realServer(t).URL()}, Timeout: 2 * time.Second, Observer: ops})
+	c, err := eureka.New(eureka.Options{URLs: []string{realServer(t).URL()}, Timeout: requestTimeout, Observer: ops})
 	if err != nil {
 		t.Fatal(err)
 	}
