@@ -69,7 +69,11 @@ func StartT(t testing.TB, o Options) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(c.stopServices)
+	t.Cleanup(func() {
+		if err := c.stopServices(); err != nil {
+			t.Error(err)
+		}
+	})
 	return c
 }
 
@@ -96,19 +100,26 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	return c, nil
 }
 
-// Stop ends cert-manager and Eureka and tears the node down.
+// Stop ends cert-manager and Eureka and tears the node down. cert-manager
+// must stop cleanly on SIGTERM, as it does in a Deployment.
 func (c *Cluster) Stop() error {
-	c.stopServices()
-	return c.Node.Teardown()
+	err := c.stopServices()
+	return errors.Join(err, c.Node.Teardown())
 }
 
-func (c *Cluster) stopServices() {
+func (c *Cluster) stopServices() error {
+	var errs []error
 	if c.CertManager != nil {
-		_ = c.CertManager.Stop()
+		if err := c.CertManager.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stop cert-manager: %w", err))
+		} else if code := c.CertManager.ExitCode(); code != 0 {
+			errs = append(errs, fmt.Errorf("cert-manager exited %d on SIGTERM (log %s):\n%s", code, c.CertManager.LogPath(), c.CertManager.LogTail()))
+		}
 	}
 	if c.Eureka != nil {
 		_ = c.Eureka.Stop()
 	}
+	return errors.Join(errs...)
 }
 
 func install(ctx context.Context, n *node.Node, o Options) (*Cluster, error) {
@@ -134,7 +145,7 @@ func install(ctx context.Context, n *node.Node, o Options) (*Cluster, error) {
 		err = c.waitInstalled(ctx)
 	}
 	if err = errors.Join(err, <-eureka); err != nil {
-		c.stopServices()
+		_ = c.stopServices()
 		return nil, err
 	}
 	return c, nil

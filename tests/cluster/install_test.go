@@ -3,6 +3,9 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -34,6 +37,25 @@ func TestInstall_FromManifestsDefault(t *testing.T) {
 	if len(secret.Data["tls.crt"]) == 0 || len(secret.Data["ca.crt"]) == 0 {
 		t.Fatalf("Secret eurekube-webhook-tls holds %d bytes of tls.crt and %d of ca.crt", len(secret.Data["tls.crt"]), len(secret.Data["ca.crt"]))
 	}
+	// What the API server checks when it calls the webhook by its Service
+	// name is exercised by every admission below; these are what it does
+	// not check but an operator would expect of the issued pair.
+	leaf, err := parsePEMCertificate(secret.Data[corev1.TLSCertKey])
+	if err != nil {
+		t.Fatalf("tls.crt: %v", err)
+	}
+	for _, name := range []string{cluster.WebhookService + "." + cluster.ManagerNamespace + ".svc", cluster.WebhookService + "." + cluster.ManagerNamespace + ".svc.cluster.local"} {
+		if err := leaf.VerifyHostname(name); err != nil {
+			t.Errorf("the serving certificate is not valid for %s: %v", name, err)
+		}
+	}
+	if leaf.IsCA || !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageServerAuth) {
+		t.Errorf("the serving certificate is a CA (%t) or lacks server auth (%v)", leaf.IsCA, leaf.ExtKeyUsage)
+	}
+	if ca, err := parsePEMCertificate(secret.Data["ca.crt"]); err != nil || !ca.IsCA || ca.Subject.CommonName != "eurekube-webhook-ca" {
+		t.Errorf("ca.crt is not the long-lived eurekube-webhook-ca CA: %v", err)
+	}
+
 	var wh admissionregistrationv1.MutatingWebhookConfiguration
 	if err := c.Node.Client.Get(ctx, client.ObjectKey{Name: cluster.WebhookConfig}, &wh); err != nil {
 		t.Fatal(err)
@@ -88,4 +110,12 @@ func TestInstall_FromManifestsDefault(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+func parsePEMCertificate(data []byte) (*x509.Certificate, error) {
+	block, _ := pem.Decode(data)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return nil, errors.New("not a PEM certificate")
+	}
+	return x509.ParseCertificate(block.Bytes)
 }

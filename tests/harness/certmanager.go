@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -108,24 +107,6 @@ func StartCertManager(ctx context.Context, cp *ControlPlane, o CertManagerOption
 		return nil, err
 	}
 	return cm, nil
-}
-
-// CertManagerT starts cert-manager for a test and stops it when the test
-// ends (before a control plane started earlier in the test).
-func CertManagerT(t testing.TB, cp *ControlPlane, o CertManagerOptions) *CertManager {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cm, err := StartCertManager(ctx, cp, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := cm.Stop(); err != nil {
-			t.Errorf("stop cert-manager: %v", err)
-		}
-	})
-	return cm
 }
 
 // HealthURL is the base of /healthz and /readyz.
