@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -58,14 +60,31 @@ func BuildArtifact(env, script string) (string, error) {
 	return path, nil
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// Ports FreePort picks from: below the kernel's ephemeral range (32768 and
+// up by default), where a port asked for with :0 or taken by an outgoing
+// connection comes from, and below the NodePort range (30000-32767). A
+// port picked with :0 is free when picked, but a JVM binds it tens of
+// seconds later on a busy machine, and by then any of the thousands of
+// connections the suites open may hold it (seen: Eureka failing to start
+// on a port a parallel package's client had taken).
+const (
+	freePortLow  = 15000
+	freePortHigh = 29999
+)
+
+// FreePort returns a TCP port, free on every address a moment ago, that no
+// outgoing connection will take.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+	for range 100 {
+		port := freePortLow + rand.IntN(freePortHigh-freePortLow+1)
+		l, err := net.Listen("tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("find a free port: none of 100 tried from %d to %d was free", freePortLow, freePortHigh)
 }
 
 func tail(s string, n int) string {
