@@ -214,7 +214,7 @@ func TestEurekaKilledAndRestarted_200RegistrarsBackWithinOneHeartbeat(t *testing
 	// polled every 20 ms beside the harness's own wait.
 	startErr := make(chan error, 1)
 	go func() {
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		sctx, cancel := context.WithTimeout(ctx, 6*time.Minute)
 		defer cancel()
 		startErr <- server.Start(sctx)
 	}()

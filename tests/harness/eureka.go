@@ -179,8 +179,11 @@ func (e *Eureka) start(ctx context.Context) error {
 	}
 }
 
+// answers is true when the server answers a registry read. A server busy
+// with hundreds of clients on a loaded machine may take seconds to: it
+// still answers.
 func (e *Eureka) answers(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.URL()+"/apps", nil)
 	if err != nil {
