@@ -285,7 +285,7 @@ func TestEurekaKilledAndRestarted_200RegistrarsBackWithinOneHeartbeat(t *testing
 		case !ok:
 			late = append(late, id+" (not back after "+(3*renewal).String()+")")
 		case d-waited[id] > renewal:
-			late = append(late, fmt.Sprintf("%s (asked after %s, listed after %s)", id, (d - waited[id]).Round(time.Millisecond), d.Round(time.Millisecond)))
+			late = append(late, fmt.Sprintf("%s (asked after %s, listed after %s)", id, (d-waited[id]).Round(time.Millisecond), d.Round(time.Millisecond)))
 		}
 		if ok {
 			delays = append(delays, d)
