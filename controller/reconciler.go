@@ -67,6 +67,7 @@ type Reconciler struct {
 	clients   *clients
 	log       logrus.FieldLogger
 	opts      Options
+	overrides *overrideMemo
 }
 
 // NewReconciler returns a reconciler using the manager's clients. Setup
@@ -84,6 +85,8 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 		recorder:  mgr.GetEventRecorder("eurekube"),
 		log:       o.Logger,
 		opts:      o,
+		// Longer than a resync plus the server's response cache (30 s).
+		overrides: &overrideMemo{ttl: o.ResyncPeriod + time.Minute},
 		clients: &clients{
 			reader: mgr.GetAPIReader(), defaults: o.DefaultEurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
 			log: o.Logger, observer: requestObserver{}, byKey: map[[32]byte]*eureka.RegistryCache{},
@@ -97,14 +100,21 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 // that injected it.
 func Setup(mgr manager.Manager, o Options) error {
 	r := NewReconciler(mgr, o)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("eurekasyncer").
 		// Our own status writes need no reconcile; deletion bumps the
 		// generation, so it still comes through.
 		For(&v1alpha1.EurekaSyncer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.syncersOfPod)).
-		WithOptions(crcontroller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
-		Complete(r)
+		// A node that stops being Ready takes its pods' instances out of
+		// traffic (traffic.go).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.syncersOfNode), builder.WithPredicates(nodeReadinessChanged)).
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: maxConcurrentReconciles})
+	b, err := r.watchServiceMode(mgr, b)
+	if err != nil {
+		return err
+	}
+	return b.Complete(r)
 }
 
 // syncersOfPod maps a pod to the syncers of its namespace whose selector
@@ -163,8 +173,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if obs.eurekaErr == nil {
 		obs.orphansRemoved, obs.instances, obs.eurekaErr = r.collectOrphans(ctx, &s, cl, obs.instances, obs.pods.uids)
 	}
-	if deleting {
+	if s.EffectiveMode() == v1alpha1.ModeService {
+		// The manager registers the Service itself (service.go); a
+		// deleted syncer's Service instances are cancelled there.
+		r.syncService(ctx, &s, cl, &obs)
+	} else if deleting {
 		r.takeOutOfTraffic(ctx, &s, cl, &obs)
+	}
+	if !deleting {
+		r.applyTraffic(ctx, &s, cl, &obs)
 	}
 	if obs.eurekaErr != nil {
 		r.recorder.Eventf(&s, nil, corev1.EventTypeWarning, obs.eurekaReason, "Sync", "%v", obs.eurekaErr)
@@ -244,28 +261,40 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaConfig
 		return obs, nil, nil
 	}
-	if obs.instances, err = r.instances(ctx, s, cache); err != nil {
+	if obs.instances, obs.elsewhere, err = r.instances(ctx, s, cache); err != nil {
 		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaUnreachable
 	}
 	return obs, cache.Client(), nil
 }
 
-// instances lists this cluster's instances of the syncer. A live syncer
+// instances lists this cluster's instances of the syncer, and the app's
+// instances elsewhere (VMs, other clusters). A live syncer
 // reads them from the registry read shared by every syncer of its servers,
 // at most a resync period old: its status follows within a resync, and an
 // orphan it misses is collected at the next. A deleted syncer reads its
 // app now, as the release of its finalizer rests on finding no instance
 // and cannot be undone: the shared read may predate an instance
 // registered since, which would be left in Eureka for good.
-func (r *Reconciler) instances(ctx context.Context, s *v1alpha1.EurekaSyncer, cache *eureka.RegistryCache) ([]eureka.Instance, error) {
+func (r *Reconciler) instances(ctx context.Context, s *v1alpha1.EurekaSyncer, cache *eureka.RegistryCache) (here, elsewhere []eureka.Instance, err error) {
 	if !s.DeletionTimestamp.IsZero() {
-		return cache.Client().InstancesWithMetadata(ctx, s.EffectiveAppName(), r.markers(s))
+		all, err := cache.Client().Instances(ctx, s.EffectiveAppName())
+		if err != nil {
+			return nil, nil, err
+		}
+		markers := r.markers(s)
+		for _, inst := range all {
+			if inst.HasMetadata(markers) {
+				here = append(here, inst)
+			}
+		}
+		return here, elsewhereOf(all, r.opts.ClusterID), nil
 	}
 	registry, err := cache.Registry(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return registry.InstancesWithMetadata(s.EffectiveAppName(), r.markers(s)), nil
+	return registry.InstancesWithMetadata(s.EffectiveAppName(), r.markers(s)),
+		elsewhereOf(registry.Instances(s.EffectiveAppName()), r.opts.ClusterID), nil
 }
 
 // markers select this cluster's instances of this syncer.

@@ -47,6 +47,13 @@ type observed struct {
 	// which step failed.
 	eurekaErr    error
 	eurekaReason string
+	// elsewhere: the instances of the syncer's app that no Eurekube of
+	// this cluster registered (VMs, other clusters), from the same read.
+	elsewhere []eureka.Instance
+	// service: what a Service-mode reconcile found and did.
+	service serviceObserved
+	// traffic: what applying spec.traffic found and did.
+	traffic trafficObserved
 }
 
 // nextStatus computes the status from what was observed, and whether it
@@ -67,16 +74,16 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 	next.Adaptations = obs.pods.adaptations
 	next.OrphansRemoved += int64(obs.orphansRemoved)
 	if obs.eurekaErr == nil {
-		var up int32
-		for _, inst := range obs.instances {
-			if inst.Status == eureka.StatusUp {
-				up++
-			}
-		}
-		next.RegisteredInstances, next.UpInstances = int32(len(obs.instances)), up
+		newAppView(obs.instances, obs.elsewhere).apply(&next)
 	}
 	next.Ready = fmt.Sprintf("%d/%d", next.UpInstances, next.SelectedPods)
-	for _, c := range conditions(s, obs, next.UpInstances) {
+	// Instances held OUT_OF_SERVICE on purpose (Standby, a lost node)
+	// are where they should be: Synced counts them with the UP ones.
+	inService := next.UpInstances
+	if s.EffectiveTraffic() == v1alpha1.TrafficStandby || len(obs.traffic.lost) > 0 {
+		inService += next.OutOfServiceInstances
+	}
+	for _, c := range conditions(s, obs, inService) {
 		c.ObservedGeneration = s.Generation
 		meta.SetStatusCondition(&next.Conditions, c)
 	}
@@ -89,8 +96,9 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 	return next, changed
 }
 
-// conditions returns Synced, EurekaReachable, PodsInjected, Exclusive and
-// Drained.
+// conditions returns Synced, EurekaReachable, PodsInjected, Exclusive,
+// Drained and TrafficApplied. up counts the instances UP, and those held
+// OUT_OF_SERVICE on purpose.
 func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Condition {
 	injected := metav1.Condition{Type: v1alpha1.ConditionPodsInjected, Status: metav1.ConditionTrue, Reason: "AllInjected",
 		Message: fmt.Sprintf("%d of %d selected pod(s) run the registrar", obs.pods.injected, obs.pods.selected)}
@@ -105,7 +113,7 @@ func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Cond
 		reachable.Status, reachable.Reason, reachable.Message = metav1.ConditionFalse, obs.eurekaReason, truncate(obs.eurekaErr.Error(), 1024)
 	}
 
-	return []metav1.Condition{synced(s, obs, up, injected), reachable, injected, exclusive(s, obs), drained(obs)}
+	return []metav1.Condition{synced(s, obs, up, injected), reachable, injected, exclusive(s, obs), drained(obs), trafficCondition(s, obs)}
 }
 
 // synced says whether Eureka agrees with Kubernetes: every selected pod
@@ -138,6 +146,9 @@ func synced(s *v1alpha1.EurekaSyncer, obs *observed, up int32, injected metav1.C
 	default:
 		c.Status, c.Reason = metav1.ConditionTrue, reasonInSync
 		c.Message = fmt.Sprintf("%d pod(s) selected, %d ready, %d instance(s) UP", pods.selected, pods.ready, up)
+		if s.EffectiveTraffic() == v1alpha1.TrafficStandby {
+			c.Message = fmt.Sprintf("%d pod(s) selected, %d ready, %d instance(s) registered and held OUT_OF_SERVICE (Standby)", pods.selected, pods.ready, up)
+		}
 	}
 	if n := pods.ownedByOthersCount(); n > 0 && c.Reason != reasonDetaching {
 		c.Message += fmt.Sprintf("; %d pod(s) matched by the selector belong to another syncer and are not counted (see Exclusive)", n)

@@ -155,6 +155,37 @@ func (c *Client) Cancel(ctx context.Context, app, id string) error {
 	return nil
 }
 
+// SetStatusOverride sets Eureka's sticky status override of app/id
+// (PUT …/status?value=X): OUT_OF_SERVICE takes an instance out of traffic
+// without deregistering it. ErrNotFound when unknown.
+func (c *Client) SetStatusOverride(ctx context.Context, app, id string, status Status) error {
+	if err := validateRef(app, id); err != nil {
+		return err
+	}
+	path := "/apps/" + pathApp(app) + "/" + url.PathEscape(id) + "/status?value=" + url.QueryEscape(string(status))
+	if _, err := c.do(ctx, "set_status_override", http.MethodPut, path, nil); err != nil {
+		return fmt.Errorf("override the status of %s/%s with %s: %w", app, id, status, err)
+	}
+	return nil
+}
+
+// RemoveStatusOverride removes the status override of app/id (DELETE
+// …/status) and gives the instance status, or, when status is empty,
+// UNKNOWN. ErrNotFound when unknown.
+func (c *Client) RemoveStatusOverride(ctx context.Context, app, id string, status Status) error {
+	if err := validateRef(app, id); err != nil {
+		return err
+	}
+	path := "/apps/" + pathApp(app) + "/" + url.PathEscape(id) + "/status"
+	if status != "" {
+		path += "?value=" + url.QueryEscape(string(status))
+	}
+	if _, err := c.do(ctx, "remove_status_override", http.MethodDelete, path, nil); err != nil {
+		return fmt.Errorf("remove the status override of %s/%s: %w", app, id, err)
+	}
+	return nil
+}
+
 // Instance reads one instance straight from the registry (not from the
 // server's response cache).
 func (c *Client) Instance(ctx context.Context, app, id string) (Instance, error) {
@@ -201,20 +232,11 @@ func (c *Client) InstancesWithMetadata(ctx context.Context, app string, match ma
 	}
 	out := all[:0]
 	for _, inst := range all {
-		if hasMetadata(inst, match) {
+		if inst.HasMetadata(match) {
 			out = append(out, inst)
 		}
 	}
 	return out, nil
-}
-
-func hasMetadata(inst Instance, match map[string]string) bool {
-	for k, v := range match {
-		if got, ok := inst.Metadata[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
 }
 
 // do sends one request, failing over across the URLs: a network error, a

@@ -75,7 +75,7 @@ func (r *Registry) Instances(app string) []Instance {
 func (r *Registry) InstancesWithMetadata(app string, match map[string]string) []Instance {
 	var out []Instance
 	for _, inst := range r.apps[strings.ToUpper(app)] {
-		if hasMetadata(inst, match) {
+		if inst.HasMetadata(match) {
 			out = append(out, inst)
 		}
 	}

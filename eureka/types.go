@@ -28,6 +28,9 @@ const (
 	MetaPod        = "eurekube.io/pod"
 	MetaPodUID     = "eurekube.io/pod-uid"
 	MetaSyncer     = "eurekube.io/syncer"
+	// MetaService names the Service of an instance the manager registers
+	// for a Service-mode syncer (such an instance has no pod).
+	MetaService = "eurekube.io/service"
 )
 
 // Instance is one registration in Eureka, in the shape the project owns.
@@ -41,6 +44,11 @@ type Instance struct {
 	VIPAddress       string
 	SecureVIPAddress string
 	Status           Status
+	// OverriddenStatus is Eureka's sticky status override (PUT …/status),
+	// UNKNOWN or empty when there is none. Sent on registration when set:
+	// the server then applies it from the first moment, as if set by PUT.
+	// An override never hides a client-reported DOWN or STARTING.
+	OverriddenStatus Status
 
 	Port              int
 	PortEnabled       bool
@@ -99,4 +107,15 @@ func Outcome(err error) string {
 	default:
 		return "error"
 	}
+}
+
+// HasMetadata is true when the instance carries every key of match with
+// its value.
+func (inst Instance) HasMetadata(match map[string]string) bool {
+	for k, v := range match {
+		if got, ok := inst.Metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }

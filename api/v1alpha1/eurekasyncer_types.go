@@ -8,14 +8,38 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// EurekaSyncerSpec says which pods of the namespace are registered in Eureka,
-// and how.
-// +kubebuilder:validation:XValidation:rule="!has(self.securePort) || self.securePort != self.port",message="securePort must differ from port"
+// EurekaSyncerSpec says which pods (or which Service) of the namespace are
+// registered in Eureka, and how.
+// +kubebuilder:validation:XValidation:rule="!has(self.securePort) || self.securePort != self.port",message="securePort must differ from port",fieldPath=".securePort"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Pod' || (has(self.selector) && ((has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)))",message="selector must not be empty in Pod mode: set matchLabels or matchExpressions (an empty selector would register every pod of the namespace)",fieldPath=".selector"
+// +kubebuilder:validation:XValidation:rule="self.mode == 'Service' ? has(self.service) : !has(self.service)",message="service is required in Service mode and not allowed in Pod mode",fieldPath=".service"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Service' || !has(self.selector) || ((!has(self.selector.matchLabels) || size(self.selector.matchLabels) == 0) && (!has(self.selector.matchExpressions) || size(self.selector.matchExpressions) == 0))",message="selector is not allowed in Service mode: the Service's own selector picks the pods",fieldPath=".selector"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Service' || (!has(self.healthCheck) && (!has(self.drain) || !has(self.drain.preStopSleepSeconds)) && (!has(self.sidecar) || (!has(self.sidecar.image) && !has(self.sidecar.resources))) && !has(self.securePort))",message="healthCheck, drain, sidecar and securePort apply to Pod mode only: in Service mode no sidecar is injected, health is the Service's ready endpoints, and only port is registered"
 type EurekaSyncerSpec struct {
-	// Selector picks the pods of this namespace to register. It must not be
-	// empty: an empty selector would register every pod of the namespace.
-	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="selector must not be empty: set matchLabels or matchExpressions (an empty selector would register every pod of the namespace)"
-	Selector metav1.LabelSelector `json:"selector"`
+	// Mode is what is registered: Pod (each selected pod, by the registrar
+	// sidecar injected into it) or Service (the Service named by service,
+	// by the manager, at an address VMs can reach).
+	// +optional
+	// +kubebuilder:default=Pod
+	Mode Mode `json:"mode,omitempty"`
+
+	// Traffic says whether this cluster's instances take traffic: Serve, or
+	// Standby, which keeps them registered but OUT_OF_SERVICE (Eureka's
+	// status override) so that callers stay on the instances elsewhere.
+	// Switching back to Standby is the rollback.
+	// +optional
+	// +kubebuilder:default=Serve
+	Traffic Traffic `json:"traffic,omitempty"`
+
+	// Selector picks the pods of this namespace to register (Pod mode). It
+	// must not be empty: an empty selector would register every pod of the
+	// namespace. Not allowed in Service mode.
+	// +optional
+	Selector metav1.LabelSelector `json:"selector,omitempty"`
+
+	// Service names the Service to register (Service mode only).
+	// +optional
+	Service *ServiceTarget `json:"service,omitempty"`
 
 	// AppName is the Eureka application name (Eureka upper-cases it).
 	// Defaults to the syncer's name.
@@ -39,7 +63,8 @@ type EurekaSyncerSpec struct {
 	SecureVIPAddress string `json:"secureVipAddress,omitempty"`
 
 	// Port is the container port to register, by number (1-65535) or by the
-	// name of a container port of the pod.
+	// name of a container port of the pod. In Service mode it is the
+	// Service's port, by number or name.
 	// +kubebuilder:validation:XIntOrString
 	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 1 && self <= 65535) : self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self) <= 15",message="port must be a number from 1 to 65535 or a container port name (lower-case letters, digits and '-', at most 15 characters)"
 	Port intstr.IntOrString `json:"port"`
@@ -81,6 +106,66 @@ type EurekaSyncerSpec struct {
 	// Sidecar overrides the manager's defaults for the registrar container.
 	// +optional
 	Sidecar Sidecar `json:"sidecar,omitempty"`
+}
+
+// Mode is what a syncer registers.
+// +kubebuilder:validation:Enum=Pod;Service
+type Mode string
+
+// Modes.
+const (
+	ModePod     Mode = "Pod"
+	ModeService Mode = "Service"
+)
+
+// Traffic says whether a syncer's instances take traffic.
+// +kubebuilder:validation:Enum=Serve;Standby
+type Traffic string
+
+// Traffic states.
+const (
+	TrafficServe   Traffic = "Serve"
+	TrafficStandby Traffic = "Standby"
+)
+
+// ServiceAddressType is how VMs reach a Service.
+// +kubebuilder:validation:Enum=Auto;LoadBalancer;NodePort;ClusterIP
+type ServiceAddressType string
+
+// Service address types.
+const (
+	// AddressAuto: the explicit address if set, else the load balancer's
+	// ingress, else the NodePort on every ready node.
+	AddressAuto         ServiceAddressType = "Auto"
+	AddressLoadBalancer ServiceAddressType = "LoadBalancer"
+	AddressNodePort     ServiceAddressType = "NodePort"
+	// AddressClusterIP is for networks where VMs route to ClusterIPs; only
+	// the user can know, so it is never chosen by Auto.
+	AddressClusterIP ServiceAddressType = "ClusterIP"
+)
+
+// ServiceTarget names the Service a Service-mode syncer registers and how
+// VMs reach it.
+// +kubebuilder:validation:XValidation:rule="!has(self.address) || self.addressType == 'Auto'",message="address and addressType contradict each other: an explicit address is used as it is, so leave addressType Auto"
+type ServiceTarget struct {
+	// Name of a Service of this namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// AddressType says which of the Service's addresses is registered.
+	// +optional
+	// +kubebuilder:default=Auto
+	AddressType ServiceAddressType `json:"addressType,omitempty"`
+
+	// Address is an IP or DNS name VMs use to reach the Service (for
+	// example an external load balancer's), registered with the Service's
+	// port instead of any address the Service publishes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9.:-]*[A-Za-z0-9])?$`
+	Address string `json:"address,omitempty"`
 }
 
 // EurekaServers names the Eureka servers and the credentials to use.
@@ -280,6 +365,43 @@ type EurekaSyncerStatus struct {
 	// +kubebuilder:default=0
 	UpInstances int32 `json:"upInstances"`
 
+	// DownInstances, OutOfServiceInstances and StartingInstances are how
+	// many of registeredInstances Eureka lists with that status.
+	// OUT_OF_SERVICE is what Standby (and a lost node) sets.
+	// +optional
+	// +kubebuilder:default=0
+	DownInstances int32 `json:"downInstances"`
+	// +optional
+	// +kubebuilder:default=0
+	OutOfServiceInstances int32 `json:"outOfServiceInstances"`
+	// +optional
+	// +kubebuilder:default=0
+	StartingInstances int32 `json:"startingInstances"`
+
+	// ElsewhereInstances is how many instances of the syncer's app Eureka
+	// lists that no Eurekube of this cluster registered: VMs and other
+	// clusters. ElsewhereUpInstances is how many of them are UP.
+	// +optional
+	// +kubebuilder:default=0
+	ElsewhereInstances int32 `json:"elsewhereInstances"`
+	// +optional
+	// +kubebuilder:default=0
+	ElsewhereUpInstances int32 `json:"elsewhereUpInstances"`
+	// Elsewhere is "UP/TOTAL" of those, for kubectl get.
+	// +optional
+	Elsewhere string `json:"elsewhere,omitempty"`
+
+	// TrafficTo is where callers' calls to the app go, read from which
+	// instances are UP: Here (only this cluster's), Elsewhere (only VMs and
+	// other clusters), Both, or Nowhere.
+	// +optional
+	TrafficTo TrafficTo `json:"trafficTo,omitempty"`
+
+	// ServiceAddresses are the host:port pairs registered for the Service
+	// (Service mode).
+	// +optional
+	ServiceAddresses []string `json:"serviceAddresses,omitempty"`
+
 	// OrphansRemoved counts the instances removed from Eureka because their
 	// pod no longer exists.
 	// +optional
@@ -305,6 +427,17 @@ type EurekaSyncerStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// TrafficTo is where the calls to an app go.
+type TrafficTo string
+
+// Where calls go.
+const (
+	TrafficToHere      TrafficTo = "Here"
+	TrafficToElsewhere TrafficTo = "Elsewhere"
+	TrafficToBoth      TrafficTo = "Both"
+	TrafficToNowhere   TrafficTo = "Nowhere"
+)
 
 // PodAdaptations is one kind of adaptation and the pods it was made for.
 type PodAdaptations struct {
@@ -332,7 +465,11 @@ type PodAdaptations struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=esync,categories=eurekube
 // +kubebuilder:printcolumn:name="App",type=string,JSONPath=`.status.appName`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`,priority=1
+// +kubebuilder:printcolumn:name="Traffic",type=string,JSONPath=`.spec.traffic`,description="Serve, or Standby (registered but OUT_OF_SERVICE)"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`,description="Instances UP in Eureka / pods selected"
+// +kubebuilder:printcolumn:name="Elsewhere",type=string,JSONPath=`.status.elsewhere`,description="The app's instances UP / registered outside this cluster (VMs, other clusters)"
+// +kubebuilder:printcolumn:name="Calls-To",type=string,JSONPath=`.status.trafficTo`,description="Where calls to the app go: Here, Elsewhere, Both or Nowhere"
 // +kubebuilder:printcolumn:name="Registered",type=integer,JSONPath=`.status.registeredInstances`,description="This cluster's instances of the syncer in Eureka, whatever their status"
 // +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].status`,description="Eureka agrees with Kubernetes"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -368,4 +505,21 @@ func (s *EurekaSyncer) EffectiveAppName() string {
 		return strings.ToUpper(s.Spec.AppName)
 	}
 	return strings.ToUpper(s.Name)
+}
+
+// EffectiveMode is spec.mode, Pod when unset (a syncer stored before the
+// field existed).
+func (s *EurekaSyncer) EffectiveMode() Mode {
+	if s.Spec.Mode == "" {
+		return ModePod
+	}
+	return s.Spec.Mode
+}
+
+// EffectiveTraffic is spec.traffic, Serve when unset.
+func (s *EurekaSyncer) EffectiveTraffic() Traffic {
+	if s.Spec.Traffic == "" {
+		return TrafficServe
+	}
+	return s.Spec.Traffic
 }

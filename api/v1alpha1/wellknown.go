@@ -35,6 +35,13 @@ const (
 	// it was injected before drains were recorded.
 	DrainAnnotation = "eurekube.io/drain"
 
+	// TrafficAnnotation is the syncer's spec.traffic on an injected pod:
+	// the webhook sets it at admission and the reconciler keeps it current,
+	// and the registrar reads it (through a downward API file) before every
+	// registration, so that a pod of a Standby syncer is OUT_OF_SERVICE from
+	// its first registration.
+	TrafficAnnotation = "eurekube.io/traffic"
+
 	// Finalizer keeps a deleted syncer until its instances are gone.
 	Finalizer = "eurekube.io/finalizer"
 
@@ -86,6 +93,15 @@ const (
 	// ConditionDrained is false when pods this syncer injected run without
 	// a drain; its message names some of them and how to fix it.
 	ConditionDrained = "Drained"
+	// ConditionServiceReachable (Service mode) is true when the Service
+	// exists and has an address VMs can reach on the syncer's port; false
+	// with reason ServiceNotFound, PortNotFound or NoReachableAddress and a
+	// message naming the fix. Nothing is registered while it is false.
+	ConditionServiceReachable = "ServiceReachable"
+	// ConditionTrafficApplied is true when every instance of this syncer in
+	// Eureka carries the status override spec.traffic asks for (none for
+	// Serve, OUT_OF_SERVICE for Standby), a lost node's pods aside.
+	ConditionTrafficApplied = "TrafficApplied"
 )
 
 // AdaptationsUnreadable is the adaptation reason the reconciler reports for

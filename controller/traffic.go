@@ -1,0 +1,349 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
+)
+
+// Cut-over and rollback: spec.traffic Standby holds this cluster's
+// instances OUT_OF_SERVICE through Eureka's status override, the mechanism
+// red/black deployment tools use, so callers stay on the instances
+// elsewhere; Serve removes the override. The reconciler applies it to the
+// instances it finds in every pass (level-triggered), and keeps each
+// injected pod's eurekube.io/traffic annotation current, which the pod's
+// registrar reads before each registration, so a pod registering after the
+// switch honours it from its first moment.
+//
+// A lost node is the same mechanism: the instances of pods on a node that
+// is not Ready are held OUT_OF_SERVICE until it is Ready again, since
+// Eureka would keep them UP for minutes (two leases, longer under
+// self-preservation) while their calls fail.
+
+const (
+	reasonServing       = "Serving"
+	reasonStandingBy    = "StandingBy"
+	reasonNodeLost      = "NodeNotReady"
+	reasonSwitchFailed  = "TrafficSwitchFailed"
+	reasonNothingOnCall = "StandbyLeavesNoInstanceUp"
+)
+
+// trafficObserved is what applying spec.traffic found and did.
+type trafficObserved struct {
+	// held: instances held OUT_OF_SERVICE after this pass; lost: those of
+	// pods on a node that is not Ready (Serve only).
+	held, lost []string
+	// switched: instances whose override this pass changed.
+	switched []string
+	// err: an override could not be changed; the next pass tries again.
+	err error
+}
+
+// overrideMemo remembers the overrides this manager set or removed a
+// moment ago: the registry read they are compared with is up to a resync
+// (and the server's response cache) old, and would otherwise have them
+// sent again by every reconcile until it catches up.
+type overrideMemo struct {
+	mu   sync.Mutex
+	done map[string]time.Time // app/id/want → when
+	ttl  time.Duration
+}
+
+func (m *overrideMemo) recent(key string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	at, ok := m.done[key]
+	if ok && time.Since(at) > m.ttl {
+		delete(m.done, key)
+		return false
+	}
+	return ok
+}
+
+func (m *overrideMemo) remember(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.done == nil {
+		m.done = map[string]time.Time{}
+	}
+	m.done[key] = time.Now()
+}
+
+// wantOverride is the override an instance should carry: OUT_OF_SERVICE in
+// Standby or when its pod's node is lost, none otherwise.
+func wantOverride(traffic v1alpha1.Traffic, nodeLost bool) eureka.Status {
+	if traffic == v1alpha1.TrafficStandby || nodeLost {
+		return eureka.StatusOutOfService
+	}
+	return ""
+}
+
+// currentOverride normalises what Eureka reports: UNKNOWN means none.
+func currentOverride(inst *eureka.Instance) eureka.Status {
+	if inst.OverriddenStatus == eureka.StatusUnknown {
+		return ""
+	}
+	return inst.OverriddenStatus
+}
+
+// applyTraffic brings the syncer's pods and instances to spec.traffic.
+func (r *Reconciler) applyTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer, cl *eureka.Client, obs *observed) {
+	traffic := s.EffectiveTraffic()
+	var lostPods map[string]string // pod UID → node
+	if s.EffectiveMode() == v1alpha1.ModePod {
+		var err error
+		if lostPods, err = r.syncPodTraffic(ctx, s, traffic); err != nil {
+			obs.traffic.err = err
+		}
+	}
+	if obs.eurekaErr != nil || cl == nil {
+		return
+	}
+	for i := range obs.instances {
+		inst := &obs.instances[i]
+		_, lost := lostPods[inst.Metadata[eureka.MetaPodUID]]
+		want := wantOverride(traffic, lost)
+		if err := r.override(ctx, cl, inst, want, &obs.traffic); err != nil {
+			obs.traffic.err = errors.Join(obs.traffic.err, err)
+		}
+		if currentOverride(inst) == eureka.StatusOutOfService {
+			obs.traffic.held = append(obs.traffic.held, inst.InstanceID)
+			if lost && traffic == v1alpha1.TrafficServe {
+				obs.traffic.lost = append(obs.traffic.lost, inst.Metadata[eureka.MetaPod]+" on "+lostPods[inst.Metadata[eureka.MetaPodUID]])
+			}
+		}
+	}
+	r.reportTraffic(s, traffic, obs)
+}
+
+// override sets or removes one instance's override so that it carries
+// want, and updates inst to what it then is.
+func (r *Reconciler) override(ctx context.Context, cl *eureka.Client, inst *eureka.Instance, want eureka.Status, t *trafficObserved) error {
+	have := currentOverride(inst)
+	if have == want {
+		return nil
+	}
+	key := inst.App + "/" + inst.InstanceID + "/" + string(want)
+	if r.overrides.recent(key) {
+		// Done a moment ago; the registry read has not caught up.
+		inst.OverriddenStatus = want
+		if want == eureka.StatusOutOfService && inst.Status == eureka.StatusUp {
+			inst.Status = eureka.StatusOutOfService
+		}
+		return nil
+	}
+	if want == eureka.StatusOutOfService {
+		if err := cl.SetStatusOverride(ctx, inst.App, inst.InstanceID, want); err != nil {
+			if errors.Is(err, eureka.ErrNotFound) {
+				return nil // gone since the read
+			}
+			return fmt.Errorf("take %s out of traffic: %w", inst.InstanceID, err)
+		}
+		r.overrides.remember(key)
+		inst.OverriddenStatus = want
+		if inst.Status == eureka.StatusUp {
+			inst.Status = eureka.StatusOutOfService
+		}
+		t.switched = append(t.switched, inst.InstanceID)
+		return nil
+	}
+	// Removing: read the instance itself (uncached) so that the status it
+	// is given back is what its registrar last reported. An override
+	// hides only UP (a reported DOWN or STARTING shows through), so an
+	// instance held OUT_OF_SERVICE goes back to UP, and any other keeps
+	// its status; without a value Eureka would leave it UNKNOWN until its
+	// registrar's next heartbeat is refused and it registers again.
+	fresh, err := cl.Instance(ctx, inst.App, inst.InstanceID)
+	switch {
+	case errors.Is(err, eureka.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read %s before putting it in traffic: %w", inst.InstanceID, err)
+	case currentOverride(&fresh) != eureka.StatusOutOfService:
+		*inst = fresh
+		return nil
+	}
+	back := fresh.Status
+	if back == eureka.StatusOutOfService {
+		back = eureka.StatusUp
+	}
+	if err := cl.RemoveStatusOverride(ctx, inst.App, inst.InstanceID, back); err != nil {
+		if errors.Is(err, eureka.ErrNotFound) {
+			return nil
+		}
+		return fmt.Errorf("put %s in traffic: %w", inst.InstanceID, err)
+	}
+	r.overrides.remember(key)
+	inst.OverriddenStatus, inst.Status = "", back
+	t.switched = append(t.switched, inst.InstanceID)
+	return nil
+}
+
+// syncPodTraffic keeps the eurekube.io/traffic annotation of the pods this
+// syncer injected equal to spec.traffic, and returns the pods (by UID)
+// that run on a node that is not Ready, with the node's name.
+func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer, traffic v1alpha1.Traffic) (map[string]string, error) {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	notReady, err := r.nodesNotReady(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lost := map[string]string{}
+	var errs []error
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Annotations[v1alpha1.SyncerAnnotation] != s.Name || !v1alpha1.MarkedInjected(p) || !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if notReady[p.Spec.NodeName] {
+			lost[string(p.UID)] = p.Spec.NodeName
+		}
+		if p.Annotations[v1alpha1.TrafficAnnotation] == string(traffic) {
+			continue
+		}
+		patch := client.RawPatch(types.MergePatchType,
+			[]byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.TrafficAnnotation, traffic)))
+		target := &corev1.Pod{}
+		target.Namespace, target.Name = p.Namespace, p.Name
+		if err := r.client.Patch(ctx, target, patch); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("annotate pod %s with %s=%s: %w", p.Name, v1alpha1.TrafficAnnotation, traffic, err))
+		}
+	}
+	return lost, errors.Join(errs...)
+}
+
+// nodesNotReady names the nodes whose Ready condition is not True: the
+// kubelet stopped reporting (Unknown) or reports a failure (False).
+func (r *Reconciler) nodesNotReady(ctx context.Context) (map[string]bool, error) {
+	var nodes corev1.NodeList
+	if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	out := map[string]bool{}
+	for i := range nodes.Items {
+		if !nodeReady(&nodes.Items[i]) {
+			out[nodes.Items[i].Name] = true
+		}
+	}
+	return out, nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// nodeReadinessChanged passes the node events that can change which
+// instances are lost: a node's Ready condition changing, or a node going.
+var nodeReadinessChanged = predicate.Funcs{
+	CreateFunc: func(event.CreateEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Node)
+		n, ok2 := e.ObjectNew.(*corev1.Node)
+		return ok1 && ok2 && nodeReady(o) != nodeReady(n)
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return true },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// syncersOfNode maps a node whose readiness changed to the Pod-mode
+// syncers that injected pods running on it.
+func (r *Reconciler) syncersOfNode(ctx context.Context, obj client.Object) []reconcile.Request {
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+		r.log.WithError(err).WithField("node", obj.GetName()).Warn("list pods for a node event")
+		return nil
+	}
+	seen := map[types.NamespacedName]bool{}
+	var reqs []reconcile.Request
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		syncer := p.Annotations[v1alpha1.SyncerAnnotation]
+		key := types.NamespacedName{Namespace: p.Namespace, Name: syncer}
+		if p.Spec.NodeName != obj.GetName() || syncer == "" || seen[key] {
+			continue
+		}
+		seen[key] = true
+		reqs = append(reqs, reconcile.Request{NamespacedName: key})
+	}
+	return reqs
+}
+
+// reportTraffic records Events for what this pass switched.
+func (r *Reconciler) reportTraffic(s *v1alpha1.EurekaSyncer, traffic v1alpha1.Traffic, obs *observed) {
+	t := &obs.traffic
+	if len(t.switched) > 0 {
+		what := "put in traffic"
+		if traffic == v1alpha1.TrafficStandby {
+			what = "held OUT_OF_SERVICE (Standby)"
+		}
+		r.log.WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name, "instances": t.switched}).Info("traffic: " + what)
+		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "TrafficSwitched", "Switch", "%d instance(s) %s: %s", len(t.switched), what, names(t.switched))
+	}
+	if len(t.lost) > 0 && len(t.switched) > 0 {
+		r.recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonNodeLost, "Switch",
+			"held OUT_OF_SERVICE because their node is not Ready: %s; they return to traffic when it is Ready again", names(t.lost))
+	}
+	if traffic == v1alpha1.TrafficStandby && len(t.switched) > 0 && len(obs.instances) > 0 {
+		if countUp(obs.elsewhere) == 0 {
+			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonNothingOnCall, "Switch",
+				"Standby holds every instance of %s in this cluster OUT_OF_SERVICE and none is UP elsewhere: calls to it fail until instances elsewhere are UP or traffic is Serve again",
+				s.EffectiveAppName())
+		}
+	}
+}
+
+// trafficCondition says whether every instance carries what spec.traffic
+// asks, and where calls go.
+func trafficCondition(s *v1alpha1.EurekaSyncer, obs *observed) metav1.Condition {
+	t := &obs.traffic
+	c := metav1.Condition{Type: v1alpha1.ConditionTrafficApplied, Status: metav1.ConditionTrue}
+	traffic := s.EffectiveTraffic()
+	switch {
+	case t.err != nil:
+		c.Status, c.Reason = metav1.ConditionFalse, reasonSwitchFailed
+		c.Message = truncate(fmt.Sprintf("spec.traffic is %s but not every instance could be switched (retried at the next resync): %v", traffic, t.err), 1024)
+	case obs.eurekaErr != nil:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, obs.eurekaReason, "Eureka could not be read: see the EurekaReachable condition"
+	case traffic == v1alpha1.TrafficStandby:
+		c.Reason = reasonStandingBy
+		c.Message = fmt.Sprintf("Standby: %d instance(s) of this cluster held OUT_OF_SERVICE; calls go to the %d instance(s) UP elsewhere", len(t.held), countUp(obs.elsewhere))
+	case len(t.lost) > 0:
+		c.Reason = reasonNodeLost
+		c.Message = truncate(fmt.Sprintf("Serve, but %d instance(s) held OUT_OF_SERVICE while their node is not Ready: %s", len(t.lost), names(t.lost)), 1024)
+	default:
+		c.Reason = reasonServing
+		c.Message = fmt.Sprintf("Serve: this cluster's instances take traffic beside the %d UP elsewhere", countUp(obs.elsewhere))
+	}
+	return c
+}
+
+func countUp(insts []eureka.Instance) int {
+	n := 0
+	for _, inst := range insts {
+		if inst.Status == eureka.StatusUp {
+			n++
+		}
+	}
+	return n
+}
