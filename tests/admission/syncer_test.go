@@ -27,6 +27,26 @@ func TestSyncer_TheAPIServerRefusesInvalidSpecsWithAClearMessage(t *testing.T) {
 			[]string{"spec.drain.preStopSleepSeconds", "greater than or equal to 0"}},
 		{"malformed Eureka URL", func(s *eurekubev1alpha1.EurekaSyncer) { s.Spec.Eureka.ServiceURLs = []string{"eureka:8761"} },
 			[]string{"spec.eureka.serviceURLs", "every serviceURL must be an absolute http:// or https:// URL"}},
+		{"unknown traffic", func(s *eurekubev1alpha1.EurekaSyncer) { s.Spec.Traffic = "Drain" },
+			[]string{"spec.traffic", `supported values: "Serve", "Standby"`}},
+		{"Service mode without a Service", func(s *eurekubev1alpha1.EurekaSyncer) {
+			s.Spec.Mode, s.Spec.Selector = eurekubev1alpha1.ModeService, metav1.LabelSelector{}
+		}, []string{"spec.service", "service is required in Service mode"}},
+		{"Service mode with a selector", func(s *eurekubev1alpha1.EurekaSyncer) {
+			s.Spec.Mode, s.Spec.Service = eurekubev1alpha1.ModeService, &eurekubev1alpha1.ServiceTarget{Name: "orders"}
+		}, []string{"spec.selector", "selector is not allowed in Service mode"}},
+		{"Pod mode naming a Service", func(s *eurekubev1alpha1.EurekaSyncer) {
+			s.Spec.Service = &eurekubev1alpha1.ServiceTarget{Name: "orders"}
+		}, []string{"spec.service", "not allowed in Pod mode"}},
+		{"Service mode with a drain", func(s *eurekubev1alpha1.EurekaSyncer) {
+			s.Spec.Mode, s.Spec.Selector = eurekubev1alpha1.ModeService, metav1.LabelSelector{}
+			s.Spec.Service = &eurekubev1alpha1.ServiceTarget{Name: "orders"}
+			s.Spec.Drain.PreStopSleepSeconds = ptr(int32(30))
+		}, []string{"healthCheck, drain, sidecar and securePort apply to Pod mode only"}},
+		{"an address with a forced address type", func(s *eurekubev1alpha1.EurekaSyncer) {
+			s.Spec.Mode, s.Spec.Selector = eurekubev1alpha1.ModeService, metav1.LabelSelector{}
+			s.Spec.Service = &eurekubev1alpha1.ServiceTarget{Name: "orders", Address: "203.0.113.7", AddressType: eurekubev1alpha1.AddressNodePort}
+		}, []string{"spec.service", "address and addressType contradict each other"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,9 +65,25 @@ func TestSyncer_TheAPIServerRefusesInvalidSpecsWithAClearMessage(t *testing.T) {
 			}
 		})
 	}
-	t.Run("a valid syncer is accepted", func(t *testing.T) {
-		if err := suite.c.Create(ctx, syncer(ns, "orders", nil)); err != nil {
+	t.Run("a valid syncer is accepted, Pod mode and Serve by default", func(t *testing.T) {
+		s := syncer(ns, "orders", nil)
+		if err := suite.c.Create(ctx, s); err != nil {
 			t.Fatalf("a valid syncer was refused: %v", err)
+		}
+		if s.Spec.Mode != eurekubev1alpha1.ModePod || s.Spec.Traffic != eurekubev1alpha1.TrafficServe {
+			t.Errorf("defaults: mode %q, traffic %q; want Pod, Serve", s.Spec.Mode, s.Spec.Traffic)
+		}
+	})
+	t.Run("a valid Service-mode syncer in Standby is accepted", func(t *testing.T) {
+		s := syncer(ns, "catalog", func(s *eurekubev1alpha1.EurekaSyncer) {
+			s.Spec.Mode, s.Spec.Traffic, s.Spec.Selector = eurekubev1alpha1.ModeService, eurekubev1alpha1.TrafficStandby, metav1.LabelSelector{}
+			s.Spec.Service = &eurekubev1alpha1.ServiceTarget{Name: "catalog", Address: "catalog.example.com"}
+		})
+		if err := suite.c.Create(ctx, s); err != nil {
+			t.Fatalf("a valid Service-mode syncer was refused: %v", err)
+		}
+		if s.Spec.Service.AddressType != eurekubev1alpha1.AddressAuto {
+			t.Errorf("addressType defaults to %q, want Auto", s.Spec.Service.AddressType)
 		}
 	})
 }
