@@ -37,6 +37,8 @@ type App struct {
 	// PreStop is the app container's own preStop hook (nil: none), which the
 	// webhook composes with the drain.
 	PreStop *corev1.LifecycleHandler
+	// Traffic is the syncer's spec.traffic (empty: the default, Serve).
+	Traffic v1alpha1.Traffic
 }
 
 // objects are the app's namespace, syncer and Deployment.
@@ -54,6 +56,7 @@ func (a App) objects(image, eurekaURL string) (*corev1.Namespace, *v1alpha1.Eure
 			Metadata: a.Metadata,
 			Drain:    v1alpha1.Drain{PreStopSleepSeconds: a.DrainSeconds},
 			Eureka:   v1alpha1.EurekaServers{ServiceURLs: []string{eurekaURL}},
+			Traffic:  a.Traffic,
 		},
 	}
 	var lifecycle *corev1.Lifecycle

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -38,6 +39,7 @@ type SpringClientOptions struct {
 // calling a service by name at a steady rate.
 type SpringClient struct {
 	*Process
+	host string
 	port int
 }
 
@@ -66,8 +68,64 @@ func StartSpringClient(ctx context.Context, o SpringClientOptions) (*SpringClien
 	if o.CacheSeconds == 0 {
 		o.CacheSeconds = 30
 	}
-	if o.StartTimeout == 0 {
-		o.StartTimeout = 90 * time.Second
+	return startSpring(ctx, "127.0.0.1", o.LogDir, o.StartTimeout, append([]string{
+		"--eureka.client.service-url.defaultZone=" + o.EurekaURL,
+		"--eurekube.client.service=" + o.Service,
+		"--eurekube.client.path=" + o.Path,
+		"--eurekube.client.interval-ms=" + strconv.FormatInt(o.Interval.Milliseconds(), 10),
+		"--eurekube.client.cache-seconds=" + strconv.Itoa(o.CacheSeconds),
+	}, o.Args...))
+}
+
+// SpringVMOptions configure StartSpringVM.
+type SpringVMOptions struct {
+	// EurekaURL is the server it registers with.
+	EurekaURL string
+	// App is the Eureka application (and VIP address) it registers as,
+	// such as "orders".
+	App string
+	// Name is what GET / answers, as the test app answers its pod name.
+	Name string
+	// Host is the address it listens on and registers (hostName and
+	// ipAddr), one callers can reach.
+	Host string
+	// RenewalSeconds between heartbeats (default 5; Spring's is 30).
+	RenewalSeconds int
+	// LogDir receives its log.
+	LogDir string
+	// StartTimeout bounds the wait for it to answer (default 90 s).
+	StartTimeout time.Duration
+}
+
+// StartSpringVM starts tests/spring-client as a service running on a VM:
+// a Spring Boot app that registers itself with Eureka the ordinary way
+// (Spring Cloud Netflix's Eureka client, eureka.client.register-with-eureka)
+// under App, and answers GET / with Name. It calls nothing.
+func StartSpringVM(ctx context.Context, o SpringVMOptions) (*SpringClient, error) {
+	if o.EurekaURL == "" || o.App == "" || o.Name == "" || o.Host == "" || o.LogDir == "" {
+		return nil, errors.New("spring VM: SpringVMOptions needs an EurekaURL, an App, a Name, a Host and a LogDir")
+	}
+	if o.RenewalSeconds == 0 {
+		o.RenewalSeconds = 5
+	}
+	renewal := strconv.Itoa(o.RenewalSeconds)
+	return startSpring(ctx, o.Host, o.LogDir, o.StartTimeout, []string{
+		"--spring.application.name=" + o.App,
+		"--eurekube.client.name=" + o.Name,
+		"--eureka.client.service-url.defaultZone=" + o.EurekaURL,
+		"--eureka.client.register-with-eureka=true",
+		"--eureka.instance.hostname=" + o.Host,
+		"--eureka.instance.ip-address=" + o.Host,
+		"--eureka.instance.lease-renewal-interval-in-seconds=" + renewal,
+		"--eureka.instance.lease-expiration-duration-in-seconds=" + strconv.Itoa(3*o.RenewalSeconds),
+	})
+}
+
+// startSpring starts the jar listening on host with args and waits until
+// its /stats answers.
+func startSpring(ctx context.Context, host, logDir string, timeout time.Duration, args []string) (*SpringClient, error) {
+	if timeout == 0 {
+		timeout = 90 * time.Second
 	}
 	jar, err := BuildArtifact("EUREKUBE_SPRING_CLIENT_JAR", "tests/spring-client/build.sh")
 	if err != nil {
@@ -77,23 +135,19 @@ func StartSpringClient(ctx context.Context, o SpringClientOptions) (*SpringClien
 	if err != nil {
 		return nil, fmt.Errorf("spring client: %w", err)
 	}
-	args := append([]string{
+	args = append([]string{
 		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xmx256m",
 		"-jar", jar,
+		"--server.address=" + host,
 		"--server.port=" + strconv.Itoa(port),
-		"--eureka.client.service-url.defaultZone=" + o.EurekaURL,
-		"--eurekube.client.service=" + o.Service,
-		"--eurekube.client.path=" + o.Path,
-		"--eurekube.client.interval-ms=" + strconv.FormatInt(o.Interval.Milliseconds(), 10),
-		"--eurekube.client.cache-seconds=" + strconv.Itoa(o.CacheSeconds),
-	}, o.Args...)
-	logPath := filepath.Join(o.LogDir, "spring-client-"+strconv.Itoa(port)+".log")
+	}, args...)
+	logPath := filepath.Join(logDir, "spring-client-"+strconv.Itoa(port)+".log")
 	p, err := StartProcess("spring client", "java", args, nil, logPath)
 	if err != nil {
 		return nil, err
 	}
-	c := &SpringClient{Process: p, port: port}
-	if err := p.WaitHTTP200(ctx, nil, c.StatsURL(), o.StartTimeout); err != nil {
+	c := &SpringClient{Process: p, host: host, port: port}
+	if err := p.WaitHTTP200(ctx, nil, c.StatsURL(), timeout); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -101,7 +155,7 @@ func StartSpringClient(ctx context.Context, o SpringClientOptions) (*SpringClien
 
 // StatsURL serves the client's counters as JSON.
 func (c *SpringClient) StatsURL() string {
-	return "http://127.0.0.1:" + strconv.Itoa(c.port) + "/stats"
+	return "http://" + net.JoinHostPort(c.host, strconv.Itoa(c.port)) + "/stats"
 }
 
 // Stats reads the client's counters.

@@ -24,6 +24,10 @@ import org.springframework.web.client.RestClient;
  * Calls a service by its Eureka name, as any Spring Cloud service does (Eureka discovery, Spring
  * Cloud LoadBalancer, a @LoadBalanced RestClient), at a steady rate, and serves what happened on
  * GET /stats: successes, failures, the last error and which instances answered.
+ *
+ * <p>Registered with Eureka (eureka.client.register-with-eureka=true) and named by
+ * eurekube.client.name, it also plays a service running on a VM: GET / answers that name, as the
+ * test app in a pod answers its pod name. With no eurekube.client.service it calls nothing.
  */
 @SpringBootApplication
 @RestController
@@ -33,8 +37,11 @@ public class SpringClientApplication implements CommandLineRunner {
         SpringApplication.run(SpringClientApplication.class, args);
     }
 
-    @Value("${eurekube.client.service}")
+    @Value("${eurekube.client.service:}")
     private String service;
+
+    @Value("${eurekube.client.name:${spring.application.name}}")
+    private String name;
 
     @Value("${eurekube.client.path:/}")
     private String path;
@@ -65,7 +72,14 @@ public class SpringClientApplication implements CommandLineRunner {
 
     @Override
     public void run(String... args) {
-        scheduler.scheduleWithFixedDelay(this::callOnce, 0, intervalMs, TimeUnit.MILLISECONDS);
+        if (!service.isEmpty()) {
+            scheduler.scheduleWithFixedDelay(this::callOnce, 0, intervalMs, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    @GetMapping(value = "/", produces = "text/plain")
+    String whoAmI() {
+        return name + "\n";
     }
 
     private void callOnce() {
