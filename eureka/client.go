@@ -157,10 +157,18 @@ func (c *Client) Cancel(ctx context.Context, app, id string) error {
 
 // SetStatusOverride sets Eureka's sticky status override of app/id
 // (PUT …/status?value=X): OUT_OF_SERVICE takes an instance out of traffic
-// without deregistering it. ErrNotFound when unknown.
+// without deregistering it, as red/black deployment tools do. The server
+// lists status at once and renews the lease. It stores no override when the
+// instance is already listed with status (the PUT is then a no-op that
+// answers 200). ErrNotFound when the instance is unknown; ErrInvalid, with
+// nothing sent, for a status that is not one of Eureka's (the server would
+// answer 500).
 func (c *Client) SetStatusOverride(ctx context.Context, app, id string, status Status) error {
 	if err := validateRef(app, id); err != nil {
 		return err
+	}
+	if !status.known() {
+		return fmt.Errorf("%w: override the status of %s/%s with %q: want UP, DOWN, STARTING, OUT_OF_SERVICE or UNKNOWN", ErrInvalid, app, id, status)
 	}
 	path := "/apps/" + pathApp(app) + "/" + url.PathEscape(id) + "/status?value=" + url.QueryEscape(string(status))
 	if _, err := c.do(ctx, "set_status_override", http.MethodPut, path, nil); err != nil {
@@ -170,14 +178,33 @@ func (c *Client) SetStatusOverride(ctx context.Context, app, id string, status S
 }
 
 // RemoveStatusOverride removes the status override of app/id (DELETE
-// …/status) and gives the instance status, or, when status is empty,
-// UNKNOWN. ErrNotFound when unknown.
+// …/status, with ?value=status unless status is empty) and renews the
+// lease. When the instance has an override, the server lists it with
+// status as given, not as its client last reported it:
+//
+//   - status UP on an instance listed OUT_OF_SERVICE makes it UP. So does
+//     status UP on an instance whose client reported DOWN or STARTING: it is
+//     listed UP until its client registers again (heartbeats keep it UP),
+//     so give back the status the instance is listed with when that is DOWN
+//     or STARTING, and UP only where the client is known to be UP.
+//   - empty status (no value) leaves it UNKNOWN, out of traffic: its next
+//     heartbeat gets 404 (ErrNotFound), and its client registers again with
+//     its own status. This is the way back that never lists UP an instance
+//     whose client is not, at the cost of up to one renewal interval out of
+//     traffic.
+//
+// When the instance has no override, the call changes nothing (200).
+// ErrNotFound when the instance is unknown; ErrInvalid, with nothing sent,
+// for a status that is not one of Eureka's.
 func (c *Client) RemoveStatusOverride(ctx context.Context, app, id string, status Status) error {
 	if err := validateRef(app, id); err != nil {
 		return err
 	}
 	path := "/apps/" + pathApp(app) + "/" + url.PathEscape(id) + "/status"
 	if status != "" {
+		if !status.known() {
+			return fmt.Errorf("%w: remove the status override of %s/%s giving it %q: want UP, DOWN, STARTING, OUT_OF_SERVICE, UNKNOWN or none", ErrInvalid, app, id, status)
+		}
 		path += "?value=" + url.QueryEscape(string(status))
 	}
 	if _, err := c.do(ctx, "remove_status_override", http.MethodDelete, path, nil); err != nil {
@@ -398,6 +425,16 @@ func snippet(b []byte) string {
 	return s
 }
 
+// known is true for the statuses Eureka's server can parse; it answers 500
+// to any other.
+func (s Status) known() bool {
+	switch s {
+	case StatusUp, StatusDown, StatusStarting, StatusOutOfService, StatusUnknown:
+		return true
+	}
+	return false
+}
+
 func pathApp(app string) string { return url.PathEscape(strings.ToUpper(app)) }
 
 func validateRef(app, id string) error {
@@ -424,6 +461,9 @@ func validate(inst Instance) error {
 	}
 	if inst.Port < 0 || inst.Port > 65535 || inst.SecurePort < 0 || inst.SecurePort > 65535 {
 		return fmt.Errorf("%w: instance %s ports %d/%d out of range", ErrInvalid, inst.InstanceID, inst.Port, inst.SecurePort)
+	}
+	if inst.OverriddenStatus != "" && !inst.OverriddenStatus.known() {
+		return fmt.Errorf("%w: instance %s overridden status %q: want UP, DOWN, STARTING, OUT_OF_SERVICE or UNKNOWN", ErrInvalid, inst.InstanceID, inst.OverriddenStatus)
 	}
 	return nil
 }

@@ -56,7 +56,10 @@ func toFargo(inst Instance) *fargo.Instance {
 	return fi
 }
 
-// fromFargo converts what a server returned into the layer's Instance.
+// fromFargo converts what a server returned into the layer's Instance. The
+// server writes the override as "overriddenStatus"; fargo's field, tagged
+// with the legacy "overriddenstatus", gets it through encoding/json's
+// case-insensitive match of keys.
 func fromFargo(fi *fargo.Instance) (Instance, error) {
 	inst := Instance{
 		App:               fi.App,
@@ -66,6 +69,7 @@ func fromFargo(fi *fargo.Instance) (Instance, error) {
 		VIPAddress:        fi.VipAddress,
 		SecureVIPAddress:  fi.SecureVipAddress,
 		Status:            Status(fi.Status),
+		OverriddenStatus:  Status(fi.Overriddenstatus),
 		Port:              fi.Port,
 		PortEnabled:       fi.PortEnabled,
 		SecurePort:        fi.SecurePort,
@@ -112,21 +116,29 @@ func metadataOf(fi *fargo.Instance) (map[string]string, error) {
 
 // encodeRegistration is the POST body for inst. fargo's instance has no
 // lastDirtyTimestamp, so it is added beside fargo's fields, as a string of
-// Unix milliseconds like the Java client writes it.
+// Unix milliseconds like the Java client writes it. The override is sent
+// under "overriddenStatus", the key the server itself writes, in place of
+// fargo's legacy "overriddenstatus" (which fargo always sends, empty when
+// unset); it is left out when there is none, which the server reads as
+// UNKNOWN.
 func encodeRegistration(inst Instance) ([]byte, error) {
 	body, err := json.Marshal(toFargo(inst))
 	if err != nil {
 		return nil, err
 	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, err
+	}
+	delete(fields, "overriddenstatus")
+	if o := inst.OverriddenStatus; o != "" && o != StatusUnknown {
+		fields["overriddenStatus"] = json.RawMessage(strconv.Quote(string(o)))
+	}
 	if !inst.LastDirtyTimestamp.IsZero() {
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(body, &fields); err != nil {
-			return nil, err
-		}
 		fields["lastDirtyTimestamp"] = json.RawMessage(strconv.Quote(strconv.FormatInt(inst.LastDirtyTimestamp.UnixMilli(), 10)))
-		if body, err = json.Marshal(fields); err != nil {
-			return nil, err
-		}
+	}
+	if body, err = json.Marshal(fields); err != nil {
+		return nil, err
 	}
 	return json.Marshal(struct {
 		Instance json.RawMessage `json:"instance"`
