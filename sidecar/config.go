@@ -55,6 +55,11 @@ type Config struct {
 
 	Health HealthConfig
 
+	// TrafficFile holds the pod's eurekube.io/traffic annotation, read
+	// before every registration (see traffic.go); empty: no file, the
+	// instance registers without a status override.
+	TrafficFile string
+
 	RenewalInterval time.Duration
 	LeaseDuration   time.Duration
 	RequestTimeout  time.Duration
@@ -159,6 +164,7 @@ func ParseEnv(lookup func(string) (string, bool)) (Config, error) {
 			FailureThreshold: p.count(EnvHealthFailureThreshold, d.Health.FailureThreshold),
 			SuccessThreshold: p.count(EnvHealthSuccessThreshold, d.Health.SuccessThreshold),
 		},
+		TrafficFile:     p.optional(EnvTrafficFile, ""),
 		RenewalInterval: p.duration(EnvLeaseRenewalInterval, d.RenewalInterval),
 		LeaseDuration:   p.duration(EnvLeaseDuration, d.LeaseDuration),
 		RequestTimeout:  p.duration(EnvRequestTimeout, d.RequestTimeout),
@@ -232,6 +238,7 @@ func (c *Config) Env() []EnvVar {
 	add(EnvHealthTimeout, duration(c.Health.Timeout))
 	add(EnvHealthFailureThreshold, number(c.Health.FailureThreshold))
 	add(EnvHealthSuccessThreshold, number(c.Health.SuccessThreshold))
+	add(EnvTrafficFile, c.TrafficFile)
 	add(EnvLeaseRenewalInterval, duration(c.RenewalInterval))
 	add(EnvLeaseDuration, duration(c.LeaseDuration))
 	add(EnvRequestTimeout, duration(c.RequestTimeout))

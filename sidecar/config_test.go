@@ -12,7 +12,7 @@ import (
 
 func validEnv() map[string]string {
 	return map[string]string{
-		EnvPodName: "orders-1", EnvPodNamespace: "shop", EnvPodUID: "u-1", EnvPodIP: "10.0.0.7",
+		EnvPodName: "orders-1", EnvPodNamespace: "shop", EnvPodUID: "3f2a9c1e-7b4d-4e8a-9c61-0a1b2c3d4e5f", EnvPodIP: "10.0.0.7",
 		EnvAppName: "Orders", EnvPort: "8080", EnvEurekaURLs: "http://e1:8761/eureka, http://e2:8761/eureka",
 		EnvMetadata: `{"zone":"a"}`, EnvClusterID: "c-1", EnvSyncer: "orders",
 	}
@@ -70,7 +70,7 @@ func TestInstance_MarkersCannotBeForgedByUserMetadata(t *testing.T) {
 	if inst.Metadata[eureka.MetaCluster] != "c-1" || inst.Metadata["zone"] != "a" {
 		t.Fatalf("metadata = %v", inst.Metadata)
 	}
-	if inst.InstanceID != "orders-1:orders:8080" || inst.HostName != "10.0.0.7" || inst.App != "ORDERS" {
+	if inst.InstanceID != "orders-1.shop.3f2a9c1e:orders:8080" || inst.HostName != "10.0.0.7" || inst.App != "ORDERS" {
 		t.Fatalf("instance = %+v", inst)
 	}
 }
@@ -121,7 +121,7 @@ func TestEnv_ParsesBackToTheSameConfig(t *testing.T) {
 				EnvNodeName: "node-1", EnvVIPAddress: "orders-vip", EnvSecureVIPAddress: "orders-secure", EnvSecurePort: "8443",
 				EnvEurekaUsername: "u", EnvEurekaPassword: "p:w", EnvHealthType: "HTTP", EnvHealthScheme: "HTTPS", EnvHealthPath: "/ready",
 				EnvHealthPort: "8081", EnvHealthPeriod: "10", EnvHealthTimeout: "500ms", EnvHealthFailureThreshold: "4",
-				EnvHealthSuccessThreshold: "2", EnvLeaseRenewalInterval: "5s", EnvLeaseDuration: "15s", EnvRequestTimeout: "1s",
+				EnvHealthSuccessThreshold: "2", EnvTrafficFile: "/etc/eurekube/podinfo/traffic", EnvLeaseRenewalInterval: "5s", EnvLeaseDuration: "15s", EnvRequestTimeout: "1s",
 				EnvRetryMax: "2s", EnvShutdownTimeout: "3s", EnvListenAddr: "127.0.0.1:9999", EnvLogLevel: "debug",
 			} {
 				env[k] = v
@@ -153,7 +153,8 @@ func TestDefaults_AreWhatAnUnsetVariableMeans(t *testing.T) {
 	want := Defaults("Orders", 8080)
 	if cfg.Health != want.Health || cfg.VIPAddress != want.VIPAddress || cfg.SecureVIPAddress != want.SecureVIPAddress ||
 		cfg.RenewalInterval != want.RenewalInterval || cfg.LeaseDuration != want.LeaseDuration || cfg.RequestTimeout != want.RequestTimeout ||
-		cfg.RetryMax != want.RetryMax || cfg.ShutdownTimeout != want.ShutdownTimeout || cfg.ListenAddr != want.ListenAddr || cfg.LogLevel != want.LogLevel {
+		cfg.RetryMax != want.RetryMax || cfg.ShutdownTimeout != want.ShutdownTimeout || cfg.ListenAddr != want.ListenAddr || cfg.LogLevel != want.LogLevel ||
+		cfg.TrafficFile != want.TrafficFile {
 		t.Fatalf("parsed %+v, want the defaults %+v", cfg, want)
 	}
 }
@@ -168,6 +169,7 @@ func FuzzParseEnv(f *testing.F) {
 	f.Add(seed.String())
 	f.Add(seed.String() + EnvHealthType + "=http\n" + EnvHealthPath + "=/x\n" + EnvHealthPeriod + "=7\n")
 	f.Add(seed.String() + EnvMetadata + "={}\n" + EnvEurekaURLs + "=http://a, ,https://b:1/x\n")
+	f.Add(seed.String() + EnvTrafficFile + "= /etc/eurekube/podinfo/traffic \n")
 	f.Fuzz(func(t *testing.T, lines string) {
 		env := map[string]string{}
 		for _, line := range strings.Split(lines, "\n") {

@@ -35,6 +35,10 @@ const (
 	EnvHealthFailureThreshold = "EUREKUBE_HEALTH_FAILURE_THRESHOLD"
 	EnvHealthSuccessThreshold = "EUREKUBE_HEALTH_SUCCESS_THRESHOLD"
 
+	// A file holding the pod's eurekube.io/traffic annotation (a
+	// downward-API volume): Standby registers OUT_OF_SERVICE.
+	EnvTrafficFile = "EUREKUBE_TRAFFIC_FILE"
+
 	EnvLeaseRenewalInterval = "EUREKUBE_LEASE_RENEWAL_INTERVAL"
 	EnvLeaseDuration        = "EUREKUBE_LEASE_DURATION"
 
@@ -65,7 +69,7 @@ func EnvNames() []string {
 		EnvAppName, EnvVIPAddress, EnvSecureVIPAddress, EnvPort, EnvSecurePort,
 		EnvEurekaURLs, EnvEurekaUsername, EnvEurekaPassword, EnvMetadata, EnvClusterID, EnvSyncer,
 		EnvHealthType, EnvHealthScheme, EnvHealthPath, EnvHealthPort, EnvHealthPeriod, EnvHealthTimeout,
-		EnvHealthFailureThreshold, EnvHealthSuccessThreshold,
+		EnvHealthFailureThreshold, EnvHealthSuccessThreshold, EnvTrafficFile,
 		EnvLeaseRenewalInterval, EnvLeaseDuration, EnvListenAddr, EnvShutdownTimeout, EnvLogLevel,
 		EnvRequestTimeout, EnvRetryMax,
 	}

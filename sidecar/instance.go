@@ -9,11 +9,25 @@ import (
 	"github.com/eurekube/eurekube/eureka"
 )
 
-// InstanceID is Spring's default shape, <host>:<app>:<port>, with the pod
-// name as host: unique per pod and readable in the Eureka dashboard.
+// InstanceID is Spring's default shape, <host>:<app>:<port>, with
+// <pod>.<namespace>.<the first 8 characters of the pod UID> as host. The
+// pod name alone repeats when one Deployment runs in two namespaces or two
+// clusters sharing a Eureka server (StatefulSet pods, and a Deployment's
+// pods by chance, have the same name there), and two instances with one id
+// overwrite each other's registration; the namespace and the UID's prefix
+// make it unique while it stays readable in the Eureka dashboard.
 func (c *Config) InstanceID() string {
-	return fmt.Sprintf("%s:%s:%d", c.PodName, strings.ToLower(c.AppName), c.Port)
+	uid := c.PodUID
+	if len(uid) > instanceIDUIDLength {
+		uid = uid[:instanceIDUIDLength]
+	}
+	return fmt.Sprintf("%s.%s.%s:%s:%d", c.PodName, c.PodNamespace, uid, strings.ToLower(c.AppName), c.Port)
 }
+
+// instanceIDUIDLength is how much of the pod UID the instance id carries:
+// 8 hex digits of a random UUID make a clash between two pods of the same
+// name and namespace (in two clusters) a one in four billion chance.
+const instanceIDUIDLength = 8
 
 // Instance is the pod's registration with the given status. hostName is the
 // pod IP, because Spring clients call hostName.

@@ -35,6 +35,8 @@ type Registrar struct {
 	// lastDirtyTimestamp); accepted is the version Eureka last accepted.
 	// Both are touched by Run's goroutine only.
 	version, accepted time.Time
+	// trafficFileMissing: the missing traffic file has been logged.
+	trafficFileMissing bool
 }
 
 // New returns a registrar for cfg. metrics may be nil.
@@ -134,13 +136,15 @@ func (r *Registrar) Run(ctx context.Context) error {
 	}
 }
 
-// register sends the instance with status. A registration under way when
+// register sends the instance with status, and with the status override
+// of the traffic file (see readTrafficOverride). A registration under way when
 // ctx ends may finish, for up to half the shutdown budget, before the
 // cancel is sent: aborted, it could still reach the server after the
 // cancel and bring the terminating pod back into the registry.
 func (r *Registrar) register(ctx context.Context, status eureka.Status) error {
 	inst := r.cfg.Instance(status)
 	inst.LastDirtyTimestamp = r.version
+	inst.OverriddenStatus = r.readTrafficOverride()
 	ctx, done := lingering(ctx, r.cfg.ShutdownTimeout/2)
 	defer done()
 	err := r.registry.Register(ctx, inst)
@@ -150,7 +154,11 @@ func (r *Registrar) register(ctx context.Context, status eureka.Status) error {
 		r.status.Store(status)
 		r.registered.Store(true)
 		r.metrics.setStatus(status)
-		r.log.WithField("status", status).Info("registered")
+		log := r.log.WithField("status", status)
+		if inst.OverriddenStatus != "" {
+			log = log.WithField("override", inst.OverriddenStatus)
+		}
+		log.Info("registered")
 	}
 	return err
 }

@@ -38,8 +38,8 @@ func registrarEnv(name, eurekaURL string, appPort int) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := sidecar.Defaults("bench-registrar", appPort)
-	s.PodName, s.PodNamespace, s.PodUID, s.PodIP, s.NodeName = name, "bench", "uid-"+name, "127.0.0.1", "node-1"
+	s := registrarConfig(name, appPort)
+	s.PodIP, s.NodeName = "127.0.0.1", "node-1"
 	s.EurekaURLs = []string{eurekaURL}
 	s.Metadata = map[string]string{"zone": "zone-a"}
 	s.ClusterID, s.Syncer = "bench-cluster", "bench-registrar"
@@ -51,8 +51,17 @@ func registrarEnv(name, eurekaURL string, appPort int) ([]string, error) {
 
 const registrarAppName = "BENCH-REGISTRAR"
 
-func registrarInstanceID(name string, port int) string {
-	return name + ":bench-registrar:" + strconv.Itoa(port)
+// registrarConfig is the registrar of pod name: its defaults and identity.
+func registrarConfig(name string, appPort int) sidecar.Config {
+	s := sidecar.Defaults("bench-registrar", appPort)
+	s.PodName, s.PodNamespace, s.PodUID = name, "bench", "uid-"+name
+	return s
+}
+
+// registrarInstanceID is the id the registrar of pod name registers.
+func registrarInstanceID(name string, appPort int) string {
+	s := registrarConfig(name, appPort)
+	return s.InstanceID()
 }
 
 // MeasureRegistrar adds the registrar's figures to r.

@@ -122,7 +122,7 @@ func TestCountingProxy_CountsEachRequestByKind(t *testing.T) {
 	defer p.Close()
 	before := p.Counts()
 	for _, req := range []struct{ method, path string }{
-		{http.MethodPut, "/apps/ORDERS/a:orders:8080"}, {http.MethodPut, "/apps/ORDERS/a:orders:8080"}, {http.MethodGet, "/apps/delta"},
+		{http.MethodPut, "/apps/ORDERS/a.shop.3f2a9c1e:orders:8080"}, {http.MethodPut, "/apps/ORDERS/a.shop.3f2a9c1e:orders:8080"}, {http.MethodGet, "/apps/delta"},
 	} {
 		r, _ := http.NewRequest(req.method, p.URL()+req.path, nil)
 		resp, err := http.DefaultClient.Do(r)

@@ -104,8 +104,10 @@ func startRegistrar(t testing.TB, env map[string]string) *pod {
 	return p
 }
 
+// instanceID is the id the registrar registers, from its one home.
 func (p *pod) instanceID() string {
-	return fmt.Sprintf("%s:%s:%d", p.name, strings.ToLower(p.app), p.port)
+	cfg := sidecar.Config{PodName: p.name, PodNamespace: p.env[sidecar.EnvPodNamespace], PodUID: p.env[sidecar.EnvPodUID], AppName: p.app, Port: p.port}
+	return cfg.InstanceID()
 }
 
 func (p *pod) running() bool { return !p.Exited() }
