@@ -41,6 +41,10 @@ type Overrides struct {
 	Status string
 	// Syncer is eurekube.io/syncer, written by the webhook on injection.
 	Syncer string
+	// Traffic is eurekube.io/traffic, written by the webhook on injection
+	// (the syncer's spec.traffic, which replaces it) and kept current by
+	// the reconciler.
+	Traffic string
 
 	AppName          string
 	VIPAddress       string
@@ -102,6 +106,11 @@ var annotationParsers = map[string]annotationParser{
 	v1alpha1.SyncerAnnotation: func(o *Overrides, v string) (string, bool) {
 		o.Syncer = v
 		return "the name of an EurekaSyncer (the annotation is written by Eurekube; remove it)", len(validation.IsDNS1123Subdomain(v)) == 0
+	},
+	v1alpha1.TrafficAnnotation: func(o *Overrides, v string) (string, bool) {
+		o.Traffic = v
+		return fmt.Sprintf("%q or %q (the annotation is written by Eurekube from the syncer's spec.traffic; remove it)", v1alpha1.TrafficServe, v1alpha1.TrafficStandby),
+			v == string(v1alpha1.TrafficServe) || v == string(v1alpha1.TrafficStandby)
 	},
 	v1alpha1.AnnotationAppName: func(o *Overrides, v string) (string, bool) {
 		o.AppName = v

@@ -75,6 +75,12 @@ func Decide(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer) Deci
 	var live, deleting []*v1alpha1.EurekaSyncer
 	for i := range syncers {
 		s := &syncers[i]
+		if s.EffectiveMode() != v1alpha1.ModePod {
+			// The manager registers a Service-mode syncer's Service; its
+			// pods get no registrar, whatever its selector holds (the CRD
+			// allows none; PodSelector selects nothing for an empty one).
+			continue
+		}
 		selects, err := s.Selects(pod.Labels)
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("EurekaSyncer %s ignored: invalid selector: %v", s.Name, err))

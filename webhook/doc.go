@@ -35,6 +35,13 @@
 //   - What was adapted or could not be done is recorded on the pod
 //     (eurekube.io/adaptations) and reported by the reconciler; admission
 //     warnings alone reach nobody for pods made by controllers.
+//   - spec.traffic reaches the registrar as the pod's eurekube.io/traffic
+//     annotation (set at admission, replacing any value the pod carried;
+//     kept current by the reconciler), through a downward-API volume mounted
+//     into the registrar only: a file, not an environment variable, since
+//     the kubelet refreshes it when the annotation changes, and the
+//     registrar reads it before every registration, so a pod of a Standby
+//     syncer is never UP. Service-mode syncers inject nothing.
 //   - Nothing depends on the pod's name, which is empty for generateName
 //     pods at admission: the registrar learns it from the downward API.
 package webhook

@@ -127,6 +127,7 @@ func TestInject_TheRegistrarReadsWhatTheWebhookRenders(t *testing.T) {
 	want.Username, want.Password = "user", "secret"
 	want.EurekaURLs, want.Metadata = testDefaults.EurekaURLs, map[string]string{"zone": "zone-a"}
 	want.ClusterID, want.Syncer = testDefaults.ClusterID, "orders"
+	want.TrafficFile = "/etc/eurekube/podinfo/traffic"
 	want.Health = sidecar.HealthConfig{Type: sidecar.HealthHTTP, Scheme: "http", Path: "/actuator/health", Port: 8080,
 		Period: 5 * time.Second, Timeout: time.Second, FailureThreshold: 3, SuccessThreshold: 1}
 	if !equality.Semantic.DeepEqual(cfg, want) {

@@ -43,9 +43,10 @@ type Config struct {
 	Defaults Defaults
 }
 
-// Mutate returns a copy of pod with the registrar added, every app
-// container's preStop drain, the longer grace period and the annotations
-// (status, syncer, drain, adaptations), plus what was adapted or could not
+// Mutate returns a copy of pod with the registrar added (and the
+// downward-API volume of its traffic file), every app container's preStop
+// drain, the longer grace period and the annotations (status, syncer,
+// traffic, drain, adaptations), plus what was adapted or could not
 // be done, which the annotation records too. pod is not modified. An error
 // means the syncer and the pod do not fit together (for example a port name
 // that no container declares); it names what to fix.
@@ -98,6 +99,7 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, er
 	settings.ListenAddr = ":" + strconv.Itoa(int(listenPort))
 
 	res := resources(cfg)
+	addTraffic(out, cfg.Syncer)
 	out.Spec.Containers = append(out.Spec.Containers, registrarContainer(image, listenPort, registrarEnv(settings, cfg.Syncer.Spec.Eureka.CredentialsSecretRef), res))
 	adaptations = append(adaptations, addDrain(out, drainPlan{
 		seconds: preStopSleep(cfg), execOnly: cfg.Defaults.ExecSleepFallback, image: image, resources: res,
@@ -234,6 +236,7 @@ func registrarSettings(pod *corev1.Pod, app int, port int32, cfg Config) (sideca
 	s.Metadata = metadata(cfg)
 	s.ClusterID = cfg.Defaults.ClusterID
 	s.Syncer = cfg.Syncer.Name
+	s.TrafficFile = trafficFile
 
 	health, err := resolveHealthCheck(pod, app, s.Health, cfg)
 	if err != nil {
@@ -342,10 +345,11 @@ func resolveHealthCheck(pod *corev1.Pod, app int, h sidecar.HealthConfig, cfg Co
 
 func registrarContainer(image string, listenPort int32, env []corev1.EnvVar, res corev1.ResourceRequirements) corev1.Container {
 	return corev1.Container{
-		Name:  v1alpha1.RegistrarContainerName,
-		Image: image,
-		Ports: []corev1.ContainerPort{{Name: registrarPortName, ContainerPort: listenPort, Protocol: corev1.ProtocolTCP}},
-		Env:   env,
+		Name:         v1alpha1.RegistrarContainerName,
+		Image:        image,
+		Ports:        []corev1.ContainerPort{{Name: registrarPortName, ContainerPort: listenPort, Protocol: corev1.ProtocolTCP}},
+		Env:          env,
+		VolumeMounts: []corev1.VolumeMount{podInfoMount()},
 		// Liveness only: a readiness probe would take the pod out of its
 		// Services whenever Eureka is in trouble.
 		LivenessProbe: &corev1.Probe{

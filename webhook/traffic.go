@@ -1,0 +1,47 @@
+package webhook
+
+import (
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+)
+
+// Names of what carries spec.traffic to the registrar: the pod's
+// eurekube.io/traffic annotation, which the reconciler keeps current, seen
+// by the registrar as a file of a downward-API volume. A file, not an
+// environment variable, because the kubelet refreshes a volume when the
+// annotation changes, and the registrar reads it before every
+// registration.
+const (
+	podInfoVolume    = "eurekube-podinfo"
+	podInfoMountPath = "/etc/eurekube/podinfo"
+	trafficFileName  = "traffic"
+)
+
+// trafficFile is where the registrar reads the pod's traffic annotation.
+var trafficFile = path.Join(podInfoMountPath, trafficFileName)
+
+// addTraffic sets the pod's traffic annotation to the syncer's
+// spec.traffic, so that the registrar's first registration honours it,
+// and adds the downward-API volume that shows it to the registrar
+// (registrarContainer mounts it).
+func addTraffic(pod *corev1.Pod, syncer *v1alpha1.EurekaSyncer) {
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[v1alpha1.TrafficAnnotation] = string(syncer.EffectiveTraffic())
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: podInfoVolume, VolumeSource: corev1.VolumeSource{
+		DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{
+			Path:     trafficFileName,
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + v1alpha1.TrafficAnnotation + "']"},
+		}}},
+	}})
+}
+
+// podInfoMount is the registrar's read-only view of the traffic file; no
+// other container sees it.
+func podInfoMount() corev1.VolumeMount {
+	return corev1.VolumeMount{Name: podInfoVolume, MountPath: podInfoMountPath, ReadOnly: true}
+}
