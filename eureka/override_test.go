@@ -258,3 +258,17 @@ func TestStatusOverride_BadStatusIsErrInvalidNothingSent(t *testing.T) {
 		}
 	}
 }
+
+// PUT stores nothing on an instance already listed with its value: a
+// client-reported change then shows as if there had been no PUT.
+func TestSetStatusOverride_OfTheListedStatusStoresNothing(t *testing.T) {
+	c := newClient(t)
+	inst := testInstance("switch-app", "pod-same")
+	register(t, c, inst, eureka.StatusUp, "")
+	if err := c.SetStatusOverride(ctx(t), inst.App, inst.InstanceID, eureka.StatusUp); err != nil {
+		t.Fatal(err)
+	}
+	listed(t, c, inst, eureka.StatusUp, eureka.StatusUnknown, "PUT UP on an UP instance")
+	register(t, c, inst, eureka.StatusDown, "")
+	listed(t, c, inst, eureka.StatusDown, eureka.StatusUnknown, "re-registered DOWN")
+}
