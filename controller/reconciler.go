@@ -68,6 +68,8 @@ type Reconciler struct {
 	log       logrus.FieldLogger
 	opts      Options
 	overrides *overrideMemo
+	// leases heartbeats the instances of Service-mode syncers (leases.go).
+	leases *leaseKeeper
 }
 
 // NewReconciler returns a reconciler using the manager's clients. Setup
@@ -87,6 +89,7 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 		opts:      o,
 		// Longer than a resync plus the server's response cache (30 s).
 		overrides: &overrideMemo{ttl: o.ResyncPeriod + time.Minute},
+		leases:    newLeaseKeeper(o.Logger),
 		clients: &clients{
 			reader: mgr.GetAPIReader(), defaults: o.DefaultEurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
 			log: o.Logger, observer: requestObserver{}, byKey: map[[32]byte]*eureka.RegistryCache{},
@@ -151,6 +154,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetMetrics(req.Namespace, req.Name)
+			// Gone without its finalizer (removed by hand): stop heartbeating
+			// its Service instances, which Eureka then lets expire.
+			r.leases.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -173,11 +179,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if obs.eurekaErr == nil {
 		obs.orphansRemoved, obs.instances, obs.eurekaErr = r.collectOrphans(ctx, &s, cl, obs.instances, obs.pods.uids)
 	}
-	if s.EffectiveMode() == v1alpha1.ModeService {
-		// The manager registers the Service itself (service.go); a
-		// deleted syncer's Service instances are cancelled there.
-		r.syncService(ctx, &s, cl, &obs)
-	} else if deleting {
+	// Service mode: the manager registers the Service itself; a deleted
+	// syncer's Service instances, and those a syncer back in Pod mode left,
+	// are cancelled there (service.go). What remains of a deleted syncer is
+	// its pods' instances.
+	r.syncService(ctx, &s, cl, &obs)
+	if deleting {
 		r.takeOutOfTraffic(ctx, &s, cl, &obs)
 	}
 	if !deleting {

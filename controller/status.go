@@ -77,6 +77,9 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 		newAppView(obs.instances, obs.elsewhere).apply(&next)
 	}
 	next.Ready = fmt.Sprintf("%d/%d", next.UpInstances, next.SelectedPods)
+	// Service mode: addresses, READY and ServiceReachable of its own
+	// (service_status.go); cleared in Pod mode.
+	applyServiceStatus(s, obs, &next)
 	// Instances held OUT_OF_SERVICE on purpose (Standby, a lost node)
 	// are where they should be: Synced counts them with the UP ones.
 	inService := next.UpInstances
@@ -128,6 +131,8 @@ func synced(s *v1alpha1.EurekaSyncer, obs *observed, up int32, injected metav1.C
 		c.Reason, c.Message = reasonDetaching, detachingMessage(obs)
 	case obs.eurekaErr != nil:
 		c.Reason, c.Message = obs.eurekaReason, "Eureka could not be read: see the EurekaReachable condition"
+	case obs.service.active:
+		c = serviceSynced(s, obs) // no pods: the Service's endpoints (service_status.go)
 	case pods.selected > 0 && up == 0:
 		c.Reason = reasonNoInstanceUp
 		c.Message = fmt.Sprintf("%d pod(s) selected, %d ready, %d run the registrar, but no instance is UP in Eureka", pods.selected, pods.ready, pods.injected)

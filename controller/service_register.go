@@ -1,0 +1,226 @@
+package controller
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/sidecar"
+)
+
+// Registration of a Service-mode syncer's instances: what they are (pure)
+// and bringing Eureka to them (the I/O).
+
+// serviceInstanceID is the Eureka instance id of the registration of a
+// Service at one address: Spring's <host>:<app>:<port> shape, followed by
+// <service>.<namespace>.<the first 8 characters of the cluster id>, e.g.
+// 203.0.113.7:orders:80:orders.shop.3f2a9c1e. It reads well in the Eureka
+// dashboard, is unique across namespaces and across clusters that share
+// one Eureka (the same address may front two clusters' Services during a
+// migration), and holds no '/' (it is a segment of Eureka's URLs).
+func serviceInstanceID(addr serviceAddress, app, service, namespace, clusterID string) string {
+	cluster := clusterID
+	if len(cluster) > 8 {
+		cluster = cluster[:8]
+	}
+	id := fmt.Sprintf("%s:%s:%d:%s.%s.%s", addr.Host, strings.ToLower(app), addr.Port, service, namespace, cluster)
+	return strings.ReplaceAll(id, "/", "-")
+}
+
+// serviceInstances are the instances that register a Service-mode syncer's
+// Service at the resolved addresses: none when VMs cannot reach it. They
+// are UP while the Service has a ready endpoint and DOWN otherwise, and
+// carry the OUT_OF_SERVICE override in Standby so that they are out of
+// traffic from their first registration.
+func serviceInstances(s *v1alpha1.EurekaSyncer, res serviceResolution, clusterID string) []eureka.Instance {
+	if !res.reachable() || s.Spec.Service == nil {
+		return nil
+	}
+	app := s.EffectiveAppName()
+	status := eureka.StatusUp
+	if res.readyEndpoints == 0 {
+		status = eureka.StatusDown
+	}
+	var override eureka.Status
+	if s.EffectiveTraffic() == v1alpha1.TrafficStandby {
+		override = eureka.StatusOutOfService
+	}
+	renewal, duration := leaseOf(s)
+	out := make([]eureka.Instance, 0, len(res.addresses))
+	for _, addr := range res.addresses {
+		// The registrar's defaults name the VIPs after the app: a caller
+		// finds the app by the same VIP whichever mode registers it.
+		defaults := sidecar.Defaults(app, int(addr.Port))
+		meta := make(map[string]string, len(s.Spec.Metadata)+5)
+		maps.Copy(meta, s.Spec.Metadata)
+		// The markers come last so that no user metadata can forge them.
+		meta[eureka.MetaManagedBy] = eureka.ManagedByValue
+		meta[eureka.MetaCluster] = clusterID
+		meta[eureka.MetaNamespace] = s.Namespace
+		meta[eureka.MetaSyncer] = s.Name
+		meta[eureka.MetaService] = s.Spec.Service.Name
+		base := "http://" + net.JoinHostPort(addr.Host, strconv.Itoa(int(addr.Port))) + "/"
+		out = append(out, eureka.Instance{
+			App:        app,
+			InstanceID: serviceInstanceID(addr, app, s.Spec.Service.Name, s.Namespace, clusterID),
+			// Spring clients call hostName; ipAddr is required, and for a
+			// DNS name the name is the best there is.
+			HostName:         addr.Host,
+			IPAddr:           addr.Host,
+			VIPAddress:       cmp.Or(s.Spec.VIPAddress, defaults.VIPAddress),
+			SecureVIPAddress: cmp.Or(s.Spec.SecureVIPAddress, defaults.SecureVIPAddress),
+			Status:           status,
+			OverriddenStatus: override,
+			Port:             int(addr.Port),
+			PortEnabled:      true,
+			HomePageURL:      base,
+			StatusPageURL:    base,
+			HealthCheckURL:   base,
+			RenewalInterval:  renewal,
+			Duration:         duration,
+			Metadata:         meta,
+		})
+	}
+	return out
+}
+
+// leaseOf is spec.lease with Eureka's defaults for what is unset.
+func leaseOf(s *v1alpha1.EurekaSyncer) (renewal, duration time.Duration) {
+	renewal, duration = 30*time.Second, 90*time.Second
+	if n := s.Spec.Lease.RenewalIntervalSeconds; n > 0 {
+		renewal = time.Duration(n) * time.Second
+	}
+	if n := s.Spec.Lease.DurationSeconds; n > 0 {
+		duration = time.Duration(n) * time.Second
+	}
+	return renewal, duration
+}
+
+// sameRegistration is true when have (as Eureka lists it, or as this
+// manager last registered it) needs no new registration to become want.
+// The override is left out: spec.traffic changes it through Eureka's status
+// override (traffic.go), not by registering again.
+func sameRegistration(have, want *eureka.Instance) bool {
+	status := have.Status
+	if status == eureka.StatusOutOfService && want.Status == eureka.StatusUp {
+		status = eureka.StatusUp // an override hides only UP
+	}
+	return have.HostName == want.HostName && have.IPAddr == want.IPAddr && have.Port == want.Port && have.PortEnabled == want.PortEnabled &&
+		strings.EqualFold(have.VIPAddress, want.VIPAddress) && strings.EqualFold(have.SecureVIPAddress, want.SecureVIPAddress) &&
+		status == want.Status && have.HomePageURL == want.HomePageURL && have.HealthCheckURL == want.HealthCheckURL &&
+		(have.RenewalInterval == 0 || have.RenewalInterval == want.RenewalInterval) && (have.Duration == 0 || have.Duration == want.Duration) &&
+		maps.Equal(have.Metadata, want.Metadata)
+}
+
+// asListed is inst as Eureka lists it once registered: an OUT_OF_SERVICE
+// override shows instead of UP.
+func asListed(inst eureka.Instance) eureka.Instance {
+	if inst.OverriddenStatus == eureka.StatusOutOfService && inst.Status == eureka.StatusUp {
+		inst.Status = eureka.StatusOutOfService
+	}
+	return inst
+}
+
+// isServiceInstance: registered by the manager for a Service, not by a
+// pod's registrar.
+func isServiceInstance(inst *eureka.Instance) bool {
+	return inst.Metadata[eureka.MetaService] != ""
+}
+
+// serviceSync is what bringing Eureka to the desired instances did.
+type serviceSync struct {
+	// registered: instances sent to Eureka this pass; cancelled: stale ones
+	// removed.
+	registered, cancelled []string
+	// kept: the desired instances Eureka holds now, by id.
+	kept map[string]bool
+	err  error
+}
+
+// registerService brings this cluster's Service instances of the syncer in
+// Eureka to want: it registers what the registry lacks or holds
+// differently, hands the leases to the keeper, and cancels the Service
+// instances that are no longer wanted. obs.instances is updated to what
+// Eureka holds afterwards.
+//
+// The registry read behind obs.instances may be a resync (and Eureka's
+// response cache) old, so an instance this manager registered since is
+// trusted to be as registered; the keeper's heartbeats find out (and
+// register again) if Eureka forgot it.
+func (r *Reconciler) registerService(ctx context.Context, key types.NamespacedName, cl *eureka.Client, obs *observed, want []eureka.Instance) serviceSync {
+	done := serviceSync{kept: map[string]bool{}}
+	listed := map[string]int{} // id → index in obs.instances
+	for i := range obs.instances {
+		if isServiceInstance(&obs.instances[i]) {
+			listed[obs.instances[i].InstanceID] = i
+		}
+	}
+	held := r.leases.held(key)
+	now := time.Now()
+	var keep []eureka.Instance
+	registeredNow := map[string]bool{}
+	var errs []error
+	for _, w := range want {
+		h, isHeld := held[w.InstanceID]
+		i, isListed := listed[w.InstanceID]
+		switch {
+		case isHeld && sameRegistration(&h, &w):
+			w.LastDirtyTimestamp = h.LastDirtyTimestamp
+		case !isHeld && isListed && sameRegistration(&obs.instances[i], &w):
+			// Registered by a previous leader: adopt it. Its version
+			// stamp is unknown, so heartbeats go without one.
+		default:
+			w.LastDirtyTimestamp = now
+			if err := cl.Register(ctx, w); err != nil {
+				errs = append(errs, fmt.Errorf("register %s: %w", w.InstanceID, err))
+				continue
+			}
+			registeredNow[w.InstanceID] = true
+			done.registered = append(done.registered, w.InstanceID)
+		}
+		keep = append(keep, w)
+		done.kept[w.InstanceID] = true
+		if !isListed || !sameRegistration(&obs.instances[i], &w) {
+			obs.instances = append(obs.instances, asListed(w))
+			if isListed {
+				obs.instances[i].InstanceID = "" // replaced; dropped below
+			}
+		}
+	}
+	// The keeper lets go of what is no longer wanted before it is
+	// cancelled, so no heartbeat registers it again.
+	r.leases.hold(key, cl, keep, registeredNow)
+
+	kept := obs.instances[:0]
+	for _, inst := range obs.instances {
+		switch {
+		case inst.InstanceID == "":
+			continue
+		case !isServiceInstance(&inst) || done.kept[inst.InstanceID]:
+			kept = append(kept, inst)
+			continue
+		}
+		switch err := cl.Cancel(ctx, inst.App, inst.InstanceID); {
+		case err == nil:
+			done.cancelled = append(done.cancelled, inst.InstanceID)
+		case errors.Is(err, eureka.ErrNotFound):
+			// Gone already: the registry read was older than a cancel.
+		default:
+			errs = append(errs, fmt.Errorf("cancel %s: %w", inst.InstanceID, err))
+			kept = append(kept, inst)
+		}
+	}
+	obs.instances = kept
+	done.err = errors.Join(errs...)
+	return done
+}
