@@ -47,8 +47,9 @@ func TestStatus_CountsSelectedInjectedAndRegisteredPods(t *testing.T) {
 		}
 		return nil
 	})
-	if got, want := getEsync(t, ns, s.Name), "orders ORDERS 3/3 3 True"; !strings.HasPrefix(got, want+" ") {
-		t.Fatalf("kubectl get esync = %q, want NAME APP READY REGISTERED SYNCED AGE = %q AGE", got, want)
+	// The VM and the other cluster's instance are elsewhere, both UP.
+	if got, want := getEsync(t, ns, s.Name), "orders ORDERS Serve 3/3 2/2 Both 3 True"; !strings.HasPrefix(got, want+" ") {
+		t.Fatalf("kubectl get esync = %q, want NAME APP TRAFFIC READY ELSEWHERE CALLS-TO REGISTERED SYNCED AGE = %q AGE", got, want)
 	}
 }
 
@@ -83,7 +84,7 @@ func TestSynced_FalseWhilePodsAreSelectedAndNoInstanceIsUp(t *testing.T) {
 		}
 		return nil
 	})
-	if got, want := getEsync(t, ns, s.Name), "cart CART 0/2 0 False"; !strings.HasPrefix(got, want+" ") {
+	if got, want := getEsync(t, ns, s.Name), "cart CART Serve 0/2 0/0 Nowhere 0 False"; !strings.HasPrefix(got, want+" ") {
 		t.Fatalf("kubectl get esync = %q, want %q AGE", got, want)
 	}
 	if got := getEsync(t, ns, s.Name, "-o", "wide"); !strings.Contains(got, " NoInstanceUp 2 0 0 0") {
@@ -139,7 +140,7 @@ func TestOverlap_TheNewerSyncerNamesTheOlderThatOwnsThePods(t *testing.T) {
 		}
 		return nil
 	})
-	if got, want := getEsync(t, ns, newer.Name), "ledger-v2 LEDGER-V2 0/0 0 True"; !strings.HasPrefix(got, want+" ") {
+	if got, want := getEsync(t, ns, newer.Name), "ledger-v2 LEDGER-V2 Serve 0/0 0/0 Nowhere 0 True"; !strings.HasPrefix(got, want+" ") {
 		t.Fatalf("kubectl get esync %s = %q, want %q AGE", newer.Name, got, want)
 	}
 	if got := getEsync(t, ns, newer.Name, "-o", "wide"); !strings.HasSuffix(got, " 0 0 2 0") {
@@ -507,8 +508,9 @@ func TestOrphans_APodThatNoLongerMatchesIsNotAnOrphan(t *testing.T) {
 		return nil
 	})
 	// Taken out of the selector for debugging: its registrar still runs.
+	before := relabelled.DeepCopy()
 	relabelled.Labels["app"] = "search-debug"
-	if err := k8s.Update(ctx, relabelled); err != nil {
+	if err := k8s.Patch(ctx, relabelled, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
 	// A true orphan whose removal proves that a collection ran after the

@@ -136,7 +136,8 @@ func newPod(t testing.TB, ns, app, name string, injected bool, ip string) *corev
 	p := podShape{ns: ns, app: app, name: name, ip: ip, ready: true}
 	if injected {
 		p.registrar = true
-		p.annotations = map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusInjected, v1alpha1.SyncerAnnotation: app, v1alpha1.DrainAnnotation: "100"}
+		p.annotations = map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusInjected, v1alpha1.SyncerAnnotation: app, v1alpha1.DrainAnnotation: "100",
+			v1alpha1.TrafficAnnotation: string(v1alpha1.TrafficServe)}
 	}
 	return p.create(t)
 }
@@ -146,6 +147,7 @@ type podShape struct {
 	ns, app, name, ip string
 	registrar, ready  bool
 	annotations       map[string]string
+	node              string // spec.nodeName, when set
 }
 
 func (p podShape) create(t testing.TB) *corev1.Pod {
@@ -153,7 +155,7 @@ func (p podShape) create(t testing.TB) *corev1.Pod {
 	ctx := context.Background()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: p.ns, Labels: map[string]string{"app": p.app}, Annotations: p.annotations},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+		Spec:       corev1.PodSpec{NodeName: p.node, Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
 	}
 	if p.registrar { // what the webhook adds, as far as the reconciler looks
 		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: v1alpha1.RegistrarContainerName, Image: "eurekube/registrar:test"})
@@ -165,10 +167,13 @@ func (p podShape) create(t testing.TB) *corev1.Pod {
 	if p.ready {
 		ready = corev1.ConditionTrue
 	}
+	// A patch, as the kubelet's: the reconciler may have annotated the pod
+	// since it was created.
+	created := pod.DeepCopy()
 	pod.Status.Phase = corev1.PodRunning
 	pod.Status.PodIP = p.ip
 	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.Now()}}
-	if err := k8s.Status().Update(ctx, pod); err != nil {
+	if err := k8s.Status().Patch(ctx, pod, client.MergeFrom(created)); err != nil {
 		t.Fatal(err)
 	}
 	return pod

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,8 +47,9 @@ type trafficObserved struct {
 	// held: instances held OUT_OF_SERVICE after this pass; lost: those of
 	// pods on a node that is not Ready (Serve only).
 	held, lost []string
-	// switched: instances whose override this pass changed.
-	switched []string
+	// heldOut and putIn: the instances this pass took out of traffic
+	// (override set) and put back in (override removed).
+	heldOut, putIn []string
 	// err: an override could not be changed; the next pass tries again.
 	err error
 }
@@ -58,28 +60,35 @@ type trafficObserved struct {
 // sent again by every reconcile until it catches up.
 type overrideMemo struct {
 	mu   sync.Mutex
-	done map[string]time.Time // app/id/want → when
+	done map[string]memoEntry // by app/id: the last change made
 	ttl  time.Duration
 }
 
-func (m *overrideMemo) recent(key string) bool {
+type memoEntry struct {
+	override eureka.Status
+	at       time.Time
+}
+
+// recent says whether the last change made to key, a moment ago, gave it
+// override.
+func (m *overrideMemo) recent(key string, override eureka.Status) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	at, ok := m.done[key]
-	if ok && time.Since(at) > m.ttl {
+	e, ok := m.done[key]
+	if ok && time.Since(e.at) > m.ttl {
 		delete(m.done, key)
 		return false
 	}
-	return ok
+	return ok && e.override == override
 }
 
-func (m *overrideMemo) remember(key string) {
+func (m *overrideMemo) remember(key string, override eureka.Status) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.done == nil {
-		m.done = map[string]time.Time{}
+		m.done = map[string]memoEntry{}
 	}
-	m.done[key] = time.Now()
+	m.done[key] = memoEntry{override, time.Now()}
 }
 
 // wantOverride is the override an instance should carry: OUT_OF_SERVICE in
@@ -102,10 +111,10 @@ func currentOverride(inst *eureka.Instance) eureka.Status {
 // applyTraffic brings the syncer's pods and instances to spec.traffic.
 func (r *Reconciler) applyTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer, cl *eureka.Client, obs *observed) {
 	traffic := s.EffectiveTraffic()
-	var lostPods map[string]string // pod UID → node
+	var pods podTraffic
 	if s.EffectiveMode() == v1alpha1.ModePod {
 		var err error
-		if lostPods, err = r.syncPodTraffic(ctx, s, traffic); err != nil {
+		if pods, err = r.syncPodTraffic(ctx, s, traffic); err != nil {
 			obs.traffic.err = err
 		}
 	}
@@ -114,15 +123,15 @@ func (r *Reconciler) applyTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer,
 	}
 	for i := range obs.instances {
 		inst := &obs.instances[i]
-		_, lost := lostPods[inst.Metadata[eureka.MetaPodUID]]
+		node, lost := pods.lost[inst.Metadata[eureka.MetaPodUID]]
 		want := wantOverride(traffic, lost)
-		if err := r.override(ctx, cl, inst, want, &obs.traffic); err != nil {
+		if err := r.override(ctx, cl, inst, want, pods.ready, &obs.traffic); err != nil {
 			obs.traffic.err = errors.Join(obs.traffic.err, err)
 		}
 		if currentOverride(inst) == eureka.StatusOutOfService {
 			obs.traffic.held = append(obs.traffic.held, inst.InstanceID)
 			if lost && traffic == v1alpha1.TrafficServe {
-				obs.traffic.lost = append(obs.traffic.lost, inst.Metadata[eureka.MetaPod]+" on "+lostPods[inst.Metadata[eureka.MetaPodUID]])
+				obs.traffic.lost = append(obs.traffic.lost, inst.Metadata[eureka.MetaPod]+" on "+node)
 			}
 		}
 	}
@@ -130,14 +139,15 @@ func (r *Reconciler) applyTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer,
 }
 
 // override sets or removes one instance's override so that it carries
-// want, and updates inst to what it then is.
-func (r *Reconciler) override(ctx context.Context, cl *eureka.Client, inst *eureka.Instance, want eureka.Status, t *trafficObserved) error {
+// want, and updates inst to what it then is. readyPods are the UIDs of
+// the syncer's pods Kubernetes counts Ready.
+func (r *Reconciler) override(ctx context.Context, cl *eureka.Client, inst *eureka.Instance, want eureka.Status, readyPods map[string]bool, t *trafficObserved) error {
 	have := currentOverride(inst)
 	if have == want {
 		return nil
 	}
-	key := inst.App + "/" + inst.InstanceID + "/" + string(want)
-	if r.overrides.recent(key) {
+	key := inst.App + "/" + inst.InstanceID
+	if r.overrides.recent(key, want) {
 		// Done a moment ago; the registry read has not caught up.
 		inst.OverriddenStatus = want
 		if want == eureka.StatusOutOfService && inst.Status == eureka.StatusUp {
@@ -152,20 +162,24 @@ func (r *Reconciler) override(ctx context.Context, cl *eureka.Client, inst *eure
 			}
 			return fmt.Errorf("take %s out of traffic: %w", inst.InstanceID, err)
 		}
-		r.overrides.remember(key)
+		r.overrides.remember(key, want)
 		inst.OverriddenStatus = want
 		if inst.Status == eureka.StatusUp {
 			inst.Status = eureka.StatusOutOfService
 		}
-		t.switched = append(t.switched, inst.InstanceID)
+		t.heldOut = append(t.heldOut, inst.InstanceID)
 		return nil
 	}
-	// Removing: read the instance itself (uncached) so that the status it
-	// is given back is what its registrar last reported. An override
-	// hides only UP (a reported DOWN or STARTING shows through), so an
-	// instance held OUT_OF_SERVICE goes back to UP, and any other keeps
-	// its status; without a value Eureka would leave it UNKNOWN until its
-	// registrar's next heartbeat is refused and it registers again.
+	// Removing: read the instance itself (uncached), as the registry read
+	// may predate a change. Eureka lists whatever status the removal
+	// names, and a PUT of OUT_OF_SERVICE hid what the registrar had
+	// reported (DOWN included), so UP is named only for an instance
+	// listed OUT_OF_SERVICE whose pod Kubernetes counts Ready (its app
+	// passes the probe the registrar gates on by default). Any other is
+	// given no status: Eureka lists it UNKNOWN (out of traffic) until its
+	// registrar's next heartbeat is refused and it registers again with
+	// what its app says, within one renewal interval. The manager's own
+	// Service instances come back the same way, by their keeper.
 	fresh, err := cl.Instance(ctx, inst.App, inst.InstanceID)
 	switch {
 	case errors.Is(err, eureka.ErrNotFound):
@@ -176,8 +190,8 @@ func (r *Reconciler) override(ctx context.Context, cl *eureka.Client, inst *eure
 		*inst = fresh
 		return nil
 	}
-	back := fresh.Status
-	if back == eureka.StatusOutOfService {
+	var back eureka.Status // none: UNKNOWN until the registrar registers again
+	if fresh.Status == eureka.StatusOutOfService && readyPods[inst.Metadata[eureka.MetaPodUID]] {
 		back = eureka.StatusUp
 	}
 	if err := cl.RemoveStatusOverride(ctx, inst.App, inst.InstanceID, back); err != nil {
@@ -186,25 +200,32 @@ func (r *Reconciler) override(ctx context.Context, cl *eureka.Client, inst *eure
 		}
 		return fmt.Errorf("put %s in traffic: %w", inst.InstanceID, err)
 	}
-	r.overrides.remember(key)
-	inst.OverriddenStatus, inst.Status = "", back
-	t.switched = append(t.switched, inst.InstanceID)
+	r.overrides.remember(key, want)
+	inst.OverriddenStatus, inst.Status = "", cmp.Or(back, eureka.StatusUnknown)
+	t.putIn = append(t.putIn, inst.InstanceID)
 	return nil
 }
 
+// podTraffic is what the pods of a syncer say about their instances'
+// traffic, by pod UID.
+type podTraffic struct {
+	lost  map[string]string // on a node that is not Ready: the node
+	ready map[string]bool   // Ready, as Kubernetes counts it
+}
+
 // syncPodTraffic keeps the eurekube.io/traffic annotation of the pods this
-// syncer injected equal to spec.traffic, and returns the pods (by UID)
-// that run on a node that is not Ready, with the node's name.
-func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer, traffic v1alpha1.Traffic) (map[string]string, error) {
+// syncer injected equal to spec.traffic, and returns which of them are
+// Ready and which run on a node that is not.
+func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer, traffic v1alpha1.Traffic) (podTraffic, error) {
+	out := podTraffic{lost: map[string]string{}, ready: map[string]bool{}}
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+		return out, fmt.Errorf("list pods: %w", err)
 	}
 	notReady, err := r.nodesNotReady(ctx)
 	if err != nil {
-		return nil, err
+		return out, err
 	}
-	lost := map[string]string{}
 	var errs []error
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -212,8 +233,9 @@ func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSynce
 			continue
 		}
 		if notReady[p.Spec.NodeName] {
-			lost[string(p.UID)] = p.Spec.NodeName
+			out.lost[string(p.UID)] = p.Spec.NodeName
 		}
+		out.ready[string(p.UID)] = podReady(p)
 		if p.Annotations[v1alpha1.TrafficAnnotation] == string(traffic) {
 			continue
 		}
@@ -225,7 +247,7 @@ func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSynce
 			errs = append(errs, fmt.Errorf("annotate pod %s with %s=%s: %w", p.Name, v1alpha1.TrafficAnnotation, traffic, err))
 		}
 	}
-	return lost, errors.Join(errs...)
+	return out, errors.Join(errs...)
 }
 
 // nodesNotReady names the nodes whose Ready condition is not True: the
@@ -292,19 +314,21 @@ func (r *Reconciler) syncersOfNode(ctx context.Context, obj client.Object) []rec
 // reportTraffic records Events for what this pass switched.
 func (r *Reconciler) reportTraffic(s *v1alpha1.EurekaSyncer, traffic v1alpha1.Traffic, obs *observed) {
 	t := &obs.traffic
-	if len(t.switched) > 0 {
-		what := "put in traffic"
-		if traffic == v1alpha1.TrafficStandby {
-			what = "held OUT_OF_SERVICE (Standby)"
-		}
-		r.log.WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name, "instances": t.switched}).Info("traffic: " + what)
-		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "TrafficSwitched", "Switch", "%d instance(s) %s: %s", len(t.switched), what, names(t.switched))
-	}
-	if len(t.lost) > 0 && len(t.switched) > 0 {
+	log := r.log.WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name, "traffic": traffic})
+	switch {
+	case len(t.heldOut) > 0 && traffic == v1alpha1.TrafficServe:
+		log.WithField("instances", t.heldOut).Warn("traffic: held OUT_OF_SERVICE, their node is not Ready")
 		r.recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonNodeLost, "Switch",
-			"held OUT_OF_SERVICE because their node is not Ready: %s; they return to traffic when it is Ready again", names(t.lost))
+			"held %d instance(s) OUT_OF_SERVICE because their node is not Ready: %s; they return to traffic when it is Ready again", len(t.heldOut), names(t.lost))
+	case len(t.heldOut) > 0:
+		log.WithField("instances", t.heldOut).Info("traffic: held OUT_OF_SERVICE")
+		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "TrafficSwitched", "Switch", "Standby: held %d instance(s) OUT_OF_SERVICE: %s", len(t.heldOut), names(t.heldOut))
 	}
-	if traffic == v1alpha1.TrafficStandby && len(t.switched) > 0 && len(obs.instances) > 0 {
+	if len(t.putIn) > 0 {
+		log.WithField("instances", t.putIn).Info("traffic: put back in traffic")
+		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "TrafficSwitched", "Switch", "%s: put %d instance(s) back in traffic: %s", traffic, len(t.putIn), names(t.putIn))
+	}
+	if traffic == v1alpha1.TrafficStandby && len(t.heldOut) > 0 {
 		if countUp(obs.elsewhere) == 0 {
 			r.recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonNothingOnCall, "Switch",
 				"Standby holds every instance of %s in this cluster OUT_OF_SERVICE and none is UP elsewhere: calls to it fail until instances elsewhere are UP or traffic is Serve again",

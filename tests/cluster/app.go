@@ -137,6 +137,9 @@ type View struct {
 	// its other instances as "instanceId status".
 	UP    []string
 	Other []string
+	// Elsewhere are the app's instances Eurekube did not register (a VM's),
+	// as "instanceId status".
+	Elsewhere []string
 }
 
 // Look reads the app's pods and what Eureka lists for it.
@@ -157,6 +160,10 @@ func (c *Cluster) Look(ctx context.Context, a App) (View, error) {
 		return v, err
 	}
 	for _, in := range instances {
+		if in.Metadata[eureka.MetaManagedBy] != eureka.ManagedByValue {
+			v.Elsewhere = append(v.Elsewhere, in.InstanceID+" "+in.Status)
+			continue
+		}
 		if in.Status == "UP" {
 			v.UP = append(v.UP, in.Metadata[eureka.MetaPod])
 		} else {
@@ -169,7 +176,7 @@ func (c *Cluster) Look(ctx context.Context, a App) (View, error) {
 }
 
 // Settled reports whether Eureka lists exactly the ready pods UP and
-// nothing else, and there are replicas ready pods.
+// nothing else of this cluster, and there are replicas ready pods.
 func (v View) Settled(replicas int) error {
 	switch {
 	case len(v.ReadyPods) != replicas:

@@ -111,9 +111,12 @@ func run() error {
 	}
 	log.WithField("took", time.Since(start).Round(time.Second)).Info("Eurekube installed: the manager's pods are ready and the webhook's CA is injected")
 
-	var spring *harness.SpringClient
+	var spring, vm *harness.SpringClient
 	defer func() {
-		log.Info("stopping the Spring client, cert-manager and Eureka, and tearing the node down")
+		log.Info("stopping the Spring client, the VM, cert-manager and Eureka, and tearing the node down")
+		if vm != nil {
+			_ = vm.Stop()
+		}
 		if spring != nil {
 			_ = spring.Stop()
 		}
@@ -128,6 +131,14 @@ func run() error {
 		return err
 	}
 	app := cluster.App{Namespace: "shop", Name: "orders", Replicas: *replicas, Metadata: map[string]string{"zone": "zone-a"}}
+	// The migration story: ORDERS ran on VMs before; one still does.
+	log.Info("starting ORDERS on a \"VM\": a Spring Boot app on the host, registered by Spring Cloud's own Eureka client, answering vm-1")
+	vm, err = harness.StartSpringVM(ctx, harness.SpringVMOptions{
+		EurekaURL: c.Eureka.URL(), App: app.Name, Name: "vm-1", Host: node.NodeIP, RenewalSeconds: 30, LogDir: c.LogDir,
+	})
+	if err != nil {
+		return err
+	}
 	log.Info("deploying the sample service ORDERS: namespace shop, EurekaSyncer orders, Deployment orders")
 	if err := c.Deploy(ctx, app, nil); err != nil {
 		return err
@@ -214,6 +225,14 @@ Eurekube sandbox is up (%s).
 	fmt.Printf(`
   Try                kubectl -n shop rollout restart deploy/orders   (the client's "failed" stays 0)
                      kubectl -n shop scale deploy/orders --replicas 5
+
+  Migrate            ORDERS also runs on a VM (vm-1, a Spring Boot app on this host): ELSEWHERE in
+                     kubectl -n shop get esync counts it, CALLS-TO says where calls go.
+                     kubectl -n shop patch esync orders --type merge -p '{"spec":{"traffic":"Standby"}}'
+                       the pods stay registered, OUT_OF_SERVICE: calls go to vm-1 only (the
+                       client's byInstance stops counting pods once its caches expire, ~95 s)
+                     kubectl -n shop patch esync orders --type merge -p '{"spec":{"traffic":"Serve"}}'
+                       the pods take their share again; Standby again is the rollback
   Logs               %s   (pods: kubectl -n shop logs)
 
 The Eureka server runs with production timings: its responses are cached

@@ -1,0 +1,224 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/tests/harness"
+)
+
+func setTraffic(t *testing.T, s *v1alpha1.EurekaSyncer, traffic v1alpha1.Traffic) {
+	t.Helper()
+	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"traffic":%q}}`, traffic)))
+	if err := k8s.Patch(context.Background(), s.DeepCopy(), patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// statuses reads the instances' statuses straight from the registry.
+func statuses(c *eureka.Client, insts ...eureka.Instance) (map[string]eureka.Status, error) {
+	out := map[string]eureka.Status{}
+	for _, inst := range insts {
+		got, err := c.Instance(context.Background(), inst.App, inst.InstanceID)
+		if err != nil {
+			return nil, err
+		}
+		out[inst.InstanceID] = got.Status
+	}
+	return out, nil
+}
+
+func wantStatuses(c *eureka.Client, want map[string]eureka.Status, insts ...eureka.Instance) error {
+	got, err := statuses(c, insts...)
+	if err != nil {
+		return err
+	}
+	for id, w := range want {
+		if got[id] != w {
+			return fmt.Errorf("Eureka lists %v, want %v", got, want)
+		}
+	}
+	return nil
+}
+
+func trafficCondition(st v1alpha1.EurekaSyncerStatus, reason string) error {
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionTrafficApplied)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason {
+		return fmt.Errorf("TrafficApplied %+v, want True/%s", c, reason)
+	}
+	return nil
+}
+
+func podTraffic(ns string, pods ...*corev1.Pod) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range pods {
+		var got corev1.Pod
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: p.Name}, &got); err != nil {
+			return nil, err
+		}
+		out[p.Name] = got.Annotations[v1alpha1.TrafficAnnotation]
+	}
+	return out, nil
+}
+
+// Standby holds this cluster's instances OUT_OF_SERVICE (an override their
+// registrars' re-registrations do not undo) and never touches a VM's or
+// another cluster's; Serve puts them back in, except one whose registrar
+// reports its app DOWN; the pods' annotation follows, for their
+// registrars; the status tells where calls go.
+func TestTraffic_StandbyHoldsThisClustersInstancesOutAndServeLetsThemBackIn(t *testing.T) {
+	ns := newNamespace(t)
+	s := newSyncer(t, ns, "orders")
+	c := directClient(t, server.URL())
+	others := foreign(t, c, s)
+	var pods []*corev1.Pod
+	var insts []eureka.Instance
+	for i := 1; i <= 2; i++ {
+		pod := newPod(t, ns, "orders", fmt.Sprintf("orders-%d", i), true, fmt.Sprintf("10.0.1.%d", i))
+		pods, insts = append(pods, pod), append(insts, register(t, c, s, pod))
+	}
+	harness.Eventually(t, patience, "Serve: READY 2/2, calls to Both", func() error {
+		got, err := getSyncer(s)
+		if err != nil {
+			return err
+		}
+		if got.Status.Ready != "2/2" || got.Status.TrafficTo != v1alpha1.TrafficToBoth || got.Status.Elsewhere != "2/2" {
+			return fmt.Errorf("READY %s, elsewhere %s, calls to %q", got.Status.Ready, got.Status.Elsewhere, got.Status.TrafficTo)
+		}
+		return trafficCondition(got.Status, "Serving")
+	})
+
+	setTraffic(t, s, v1alpha1.TrafficStandby)
+	out := map[string]eureka.Status{insts[0].InstanceID: eureka.StatusOutOfService, insts[1].InstanceID: eureka.StatusOutOfService}
+	harness.Eventually(t, patience, "Standby: both instances OUT_OF_SERVICE, the pods annotated", func() error {
+		if err := wantStatuses(c, out, insts...); err != nil {
+			return err
+		}
+		if got, err := podTraffic(ns, pods...); err != nil || got[pods[0].Name] != "Standby" || got[pods[1].Name] != "Standby" {
+			return fmt.Errorf("pods' %s: %v (%v)", v1alpha1.TrafficAnnotation, got, err)
+		}
+		return nil
+	})
+	if err := wantStatuses(c, map[string]eureka.Status{others[0].InstanceID: eureka.StatusUp, others[1].InstanceID: eureka.StatusUp}, others...); err != nil {
+		t.Fatalf("Standby touched instances that are not this cluster's: %v", err)
+	}
+	// A registrar registering again (its app's health changed, or Eureka
+	// forgot it) does not bring its instance back into traffic.
+	register(t, c, s, pods[0])
+	if err := wantStatuses(c, out, insts...); err != nil {
+		t.Fatalf("after a re-registration: %v", err)
+	}
+	harness.Eventually(t, patience, "status: 2 OUT_OF_SERVICE, calls go Elsewhere, Synced, TrafficApplied StandingBy", func() error {
+		got, err := getSyncer(s)
+		if err != nil {
+			return err
+		}
+		st := got.Status
+		if st.OutOfServiceInstances != 2 || st.UpInstances != 0 || st.TrafficTo != v1alpha1.TrafficToElsewhere || st.Ready != "0/2" {
+			return fmt.Errorf("OUT_OF_SERVICE %d, UP %d, calls to %q, READY %s", st.OutOfServiceInstances, st.UpInstances, st.TrafficTo, st.Ready)
+		}
+		if !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionSynced) {
+			return fmt.Errorf("not Synced: %+v", meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSynced))
+		}
+		return trafficCondition(st, "StandingBy")
+	})
+
+	// The second pod's app fails while in Standby: its registrar reports
+	// DOWN, which the override does not hide, and Serve must not make it
+	// UP: it is left UNKNOWN (out of traffic) until its registrar, refused
+	// at its next heartbeat, registers again with what its app says.
+	down := insts[1]
+	down.Status = eureka.StatusDown
+	if err := c.Register(context.Background(), down); err != nil {
+		t.Fatal(err)
+	}
+	if err := wantStatuses(c, map[string]eureka.Status{down.InstanceID: eureka.StatusDown}, down); err != nil {
+		t.Fatalf("a DOWN reported under the override: %v", err)
+	}
+	setTraffic(t, s, v1alpha1.TrafficServe)
+	back := map[string]eureka.Status{insts[0].InstanceID: eureka.StatusUp, insts[1].InstanceID: eureka.StatusUnknown}
+	harness.Eventually(t, patience, "Serve again: the healthy instance UP, the failing one UNKNOWN, the pods annotated", func() error {
+		if err := wantStatuses(c, back, insts...); err != nil {
+			return err
+		}
+		if got, err := podTraffic(ns, pods...); err != nil || got[pods[0].Name] != "Serve" || got[pods[1].Name] != "Serve" {
+			return fmt.Errorf("pods' %s: %v (%v)", v1alpha1.TrafficAnnotation, got, err)
+		}
+		return nil
+	})
+	// Its registrar's heartbeat is refused, so it registers again; UP now,
+	// it stays UP: no override is left behind.
+	up := insts[1]
+	if err := c.Heartbeat(context.Background(), up.App, up.InstanceID, time.Time{}); !errors.Is(err, eureka.ErrNotFound) {
+		t.Fatalf("the heartbeat of an UNKNOWN instance: %v, want ErrNotFound (register again)", err)
+	}
+	if err := c.Register(context.Background(), up); err != nil {
+		t.Fatal(err)
+	}
+	if err := wantStatuses(c, map[string]eureka.Status{up.InstanceID: eureka.StatusUp}, up); err != nil {
+		t.Fatalf("after Serve, a registration UP: %v", err)
+	}
+}
+
+// A node that stops being Ready (its kubelet silent) takes its pods'
+// instances out of traffic, which Eureka alone would keep UP for minutes,
+// and they come back when it is Ready again.
+func TestTraffic_APodOnANodeThatIsNotReadyIsHeldOutUntilItIsReady(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{GenerateName: "node-"}}
+	if err := k8s.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), node) })
+	setReady := func(status corev1.ConditionStatus) {
+		t.Helper()
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		if err := k8s.Status().Update(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setReady(corev1.ConditionTrue)
+	s := newSyncer(t, ns, "orders")
+	c := directClient(t, server.URL())
+	p := podShape{ns: ns, app: "orders", name: "lost-1", ip: "10.0.2.1", ready: true, registrar: true, node: node.Name,
+		annotations: map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusInjected, v1alpha1.SyncerAnnotation: "orders", v1alpha1.DrainAnnotation: "100"}}
+	elsewhere := podShape{ns: ns, app: "orders", name: "lost-2", ip: "10.0.2.2", ready: true, registrar: true,
+		annotations: p.annotations}
+	lost, fine := register(t, c, s, p.create(t)), register(t, c, s, elsewhere.create(t))
+
+	setReady(corev1.ConditionUnknown) // the node controller's verdict on a silent kubelet
+	harness.Eventually(t, patience, "the lost node's instance OUT_OF_SERVICE, the other UP", func() error {
+		return wantStatuses(c, map[string]eureka.Status{lost.InstanceID: eureka.StatusOutOfService, fine.InstanceID: eureka.StatusUp}, lost, fine)
+	})
+	harness.Eventually(t, patience, "TrafficApplied names the pod and its node", func() error {
+		got, err := getSyncer(s)
+		if err != nil {
+			return err
+		}
+		if err := trafficCondition(got.Status, "NodeNotReady"); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionTrafficApplied); !strings.Contains(c.Message, "lost-1 on "+node.Name) {
+			return fmt.Errorf("message %q does not name the pod and node", c.Message)
+		}
+		return nil
+	})
+
+	setReady(corev1.ConditionTrue)
+	harness.Eventually(t, patience, "both UP once the node is Ready again", func() error {
+		return wantStatuses(c, map[string]eureka.Status{lost.InstanceID: eureka.StatusUp, fine.InstanceID: eureka.StatusUp}, lost, fine)
+	})
+}
