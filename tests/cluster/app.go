@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +40,16 @@ type App struct {
 	PreStop *corev1.LifecycleHandler
 	// Traffic is the syncer's spec.traffic (empty: the default, Serve).
 	Traffic v1alpha1.Traffic
+	// LoadBalancerIP, when set, makes the app a Service-mode one: a
+	// LoadBalancer Service named Name (port http, 80 → the pods' http) is
+	// created with this ingress IP in its status, as a cloud controller
+	// would set it (kube-proxy then routes it to the pods), and the
+	// syncer registers the Service (spec.mode Service), not the pods.
+	LoadBalancerIP string
 }
+
+// ServicePort is the port of an app's Service (Service mode).
+const ServicePort = 80
 
 // objects are the app's namespace, syncer and Deployment.
 func (a App) objects(image, eurekaURL string) (*corev1.Namespace, *v1alpha1.EurekaSyncer, *appsv1.Deployment) {
@@ -106,7 +116,24 @@ func (a App) objects(image, eurekaURL string) (*corev1.Namespace, *v1alpha1.Eure
 			},
 		},
 	}
+	if a.LoadBalancerIP != "" {
+		syncer.Spec.Mode, syncer.Spec.Selector = v1alpha1.ModeService, metav1.LabelSelector{}
+		syncer.Spec.Service = &v1alpha1.ServiceTarget{Name: a.Name}
+		syncer.Spec.Drain = v1alpha1.Drain{}
+	}
 	return ns, syncer, dep
+}
+
+// service is a Service-mode app's LoadBalancer Service.
+func (a App) service() *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{"app": a.Name},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: ServicePort, TargetPort: intstr.FromString("http")}},
+		},
+	}
 }
 
 // Deploy creates the app's namespace, syncer and Deployment; those that
@@ -117,9 +144,21 @@ func (c *Cluster) Deploy(ctx context.Context, app App, shape func(*appsv1.Deploy
 	if shape != nil {
 		shape(dep)
 	}
-	for _, obj := range []client.Object{ns, syncer, dep} {
+	objs := []client.Object{ns, syncer, dep}
+	if app.LoadBalancerIP != "" {
+		objs = append(objs, app.service())
+	}
+	for _, obj := range objs {
 		if err := c.Node.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("deploy %s/%s: create %T %s: %w", app.Namespace, app.Name, obj, obj.GetName(), err)
+		}
+	}
+	if app.LoadBalancerIP != "" {
+		// What a cloud controller does once its load balancer is up.
+		svc := app.service()
+		patch := fmt.Sprintf(`{"status":{"loadBalancer":{"ingress":[{"ip":%q}]}}}`, app.LoadBalancerIP)
+		if err := c.Node.Client.Status().Patch(ctx, svc, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			return fmt.Errorf("deploy %s/%s: set the load balancer's ingress: %w", app.Namespace, app.Name, err)
 		}
 	}
 	return nil

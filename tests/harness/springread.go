@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -20,6 +21,48 @@ type SpringInstance struct {
 	Port           map[string]any    `json:"port"`
 	DataCenterInfo map[string]any    `json:"dataCenterInfo"`
 	Metadata       map[string]string `json:"metadata"`
+	LeaseInfo      struct {
+		// Milliseconds since the epoch, by the server's clock.
+		RegistrationTimestamp int64 `json:"registrationTimestamp"`
+		LastRenewalTimestamp  int64 `json:"lastRenewalTimestamp"`
+	} `json:"leaseInfo"`
+}
+
+// RegisteredAt is when the server registered the instance (its lease
+// began).
+func (i SpringInstance) RegisteredAt() time.Time {
+	return time.UnixMilli(i.LeaseInfo.RegistrationTimestamp)
+}
+
+// LastRenewed is the lease's last renewal.
+func (i SpringInstance) LastRenewed() time.Time {
+	return time.UnixMilli(i.LeaseInfo.LastRenewalTimestamp)
+}
+
+// ReadInstance reads one instance straight from the server's registry
+// (GET /apps/{APP}/{id} bypasses the response cache, whose copy of a
+// lease's renewals may be minutes old).
+func (e *Eureka) ReadInstance(app, id string) (SpringInstance, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.URL()+"/apps/"+app+"/"+url.PathEscape(id), nil)
+	if err != nil {
+		return SpringInstance{}, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return SpringInstance{}, fmt.Errorf("GET /apps/%s/%s: %w", app, id, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return SpringInstance{}, fmt.Errorf("GET /apps/%s/%s: HTTP %d", app, id, resp.StatusCode)
+	}
+	var body struct{ Instance SpringInstance }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return SpringInstance{}, fmt.Errorf("GET /apps/%s/%s: decode: %w", app, id, err)
+	}
+	return body.Instance, nil
 }
 
 // SpringRead lists app's instances the way a Spring client fetches them.
