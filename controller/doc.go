@@ -21,8 +21,8 @@
 // Deleting a syncer (finalizer eurekube.io/finalizer) detaches it: the
 // webhook stops injecting at once; the instances of pods that are gone are
 // removed; those of running pods are re-registered DOWN (a client-reported
-// DOWN survives heartbeats and, unlike the /status override, is not sticky),
-// so callers stop using them. They leave Eureka when their pods stop and
+// DOWN survives heartbeats and shows through any status override), so
+// callers stop using them. They leave Eureka when their pods stop and
 // the registrar cancels. The finalizer is released once no instance of the
 // syncer is left and no pod runs its registrar; until then the Synced
 // condition (reason Detaching) and events name the pods to restart.
@@ -39,4 +39,17 @@
 // without a drain are counted and named by Drained. What the webhook
 // adapted for each pod (eurekube.io/adaptations) is aggregated per reason
 // into status, Events and a metric: see adaptations.go.
+//
+// spec.traffic and lost nodes (traffic.go): Standby holds the syncer's
+// instances OUT_OF_SERVICE with Eureka's status override, Serve removes
+// it; the pods' eurekube.io/traffic annotation, which their registrars
+// read before registering, is kept current. Instances of pods on a node
+// whose Ready condition is not True are held the same way until it is.
+// The migration view (view.go) counts, from the same registry read, the
+// syncer's instances by status and the app's instances elsewhere (VMs,
+// other clusters), and says where calls go.
+//
+// Service mode (service.go, leases.go): the elected manager registers the
+// address VMs reach a Service at, one instance per address, and a
+// leader-only keeper heartbeats them.
 package controller

@@ -16,8 +16,8 @@ import (
 var (
 	instancesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "eurekube_syncer_instances",
-		Help: "This cluster's Eureka instances of a syncer, by status.",
-	}, []string{"namespace", "syncer", "status"})
+		Help: "Eureka instances of a syncer's app, by location (here: this cluster's instances of the syncer; elsewhere: VMs and other clusters) and status.",
+	}, []string{"namespace", "syncer", "app", "location", "status"})
 	orphansRemoved = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "eurekube_orphans_removed_total",
 		Help: "Instances removed from Eureka because their pod no longer exists.",
@@ -48,6 +48,7 @@ func (requestObserver) ObserveRequest(op, _ string, d time.Duration, err error) 
 func forgetMetrics(namespace, syncer string) {
 	labels := map[string]string{"namespace": namespace, "syncer": syncer}
 	instancesGauge.DeletePartialMatch(labels)
+	instanceApps.Delete(types.NamespacedName{Namespace: namespace, Name: syncer})
 	orphansRemoved.DeletePartialMatch(labels)
 	adaptationsGauge.DeletePartialMatch(labels)
 	adaptationSeries.Lock()
@@ -86,14 +87,25 @@ func setAdaptationGauges(s *v1alpha1.EurekaSyncer, list []v1alpha1.PodAdaptation
 	}
 }
 
-// setInstanceGauges publishes how many of the syncer's instances are in
-// each status (zero included, so a status that empties is seen as 0).
-func setInstanceGauges(s *v1alpha1.EurekaSyncer, insts []eureka.Instance) {
-	counts := map[eureka.Status]int{eureka.StatusUp: 0, eureka.StatusDown: 0, eureka.StatusStarting: 0, eureka.StatusOutOfService: 0}
-	for _, inst := range insts {
-		counts[inst.Status]++
+// instanceApps remembers the app each syncer's instance series are under.
+var instanceApps sync.Map // types.NamespacedName → string
+
+// setInstanceGauges publishes how many of the app's instances are in each
+// status, here and elsewhere (zero included, so a status that empties is
+// seen as 0). A renamed app drops the old name's series.
+func setInstanceGauges(s *v1alpha1.EurekaSyncer, here, elsewhere []eureka.Instance) {
+	app := s.EffectiveAppName()
+	key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+	if old, ok := instanceApps.Swap(key, app); ok && old != app {
+		instancesGauge.DeletePartialMatch(prometheus.Labels{"namespace": s.Namespace, "syncer": s.Name, "app": old.(string)})
 	}
-	for status, n := range counts {
-		instancesGauge.WithLabelValues(s.Namespace, s.Name, string(status)).Set(float64(n))
+	for location, insts := range map[string][]eureka.Instance{"here": here, "elsewhere": elsewhere} {
+		counts := map[eureka.Status]int{eureka.StatusUp: 0, eureka.StatusDown: 0, eureka.StatusStarting: 0, eureka.StatusOutOfService: 0, eureka.StatusUnknown: 0}
+		for _, inst := range insts {
+			counts[inst.Status]++
+		}
+		for status, n := range counts {
+			instancesGauge.WithLabelValues(s.Namespace, s.Name, app, location, string(status)).Set(float64(n))
+		}
 	}
 }

@@ -193,7 +193,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if obs.eurekaErr != nil {
 		r.recorder.Eventf(&s, nil, corev1.EventTypeWarning, obs.eurekaReason, "Sync", "%v", obs.eurekaErr)
 	} else {
-		setInstanceGauges(&s, obs.instances)
+		setInstanceGauges(&s, obs.instances, obs.elsewhere)
 	}
 	setAdaptationGauges(&s, obs.pods.adaptations)
 	previous := s.Status.Adaptations

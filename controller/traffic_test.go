@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
@@ -132,7 +133,18 @@ func TestTraffic_StandbyHoldsThisClustersInstancesOutAndServeLetsThemBackIn(t *t
 		if !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionSynced) {
 			return fmt.Errorf("not Synced: %+v", meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSynced))
 		}
-		return trafficCondition(st, "StandingBy")
+		if err := trafficCondition(st, "StandingBy"); err != nil {
+			return err
+		}
+		// The same view as a metric, per app and location.
+		gauge, err := instanceGauge(ns, s.Name)
+		if err != nil {
+			return err
+		}
+		if gauge["ORDERS here OUT_OF_SERVICE"] != 2 || gauge["ORDERS here UP"] != 0 || gauge["ORDERS elsewhere UP"] != 2 {
+			return fmt.Errorf("eurekube_syncer_instances: %v", gauge)
+		}
+		return nil
 	})
 
 	// The second pod's app fails while in Standby: its registrar reports
@@ -221,4 +233,29 @@ func TestTraffic_APodOnANodeThatIsNotReadyIsHeldOutUntilItIsReady(t *testing.T) 
 	harness.Eventually(t, patience, "both UP once the node is Ready again", func() error {
 		return wantStatuses(c, map[string]eureka.Status{lost.InstanceID: eureka.StatusUp, fine.InstanceID: eureka.StatusUp}, lost, fine)
 	})
+}
+
+// instanceGauge reads eurekube_syncer_instances of one syncer, by
+// "app location status".
+func instanceGauge(ns, syncer string) (map[string]float64, error) {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "eurekube_syncer_instances" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["namespace"] == ns && l["syncer"] == syncer {
+				out[l["app"]+" "+l["location"]+" "+l["status"]] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out, nil
 }
