@@ -268,7 +268,7 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaConfig
 		return obs, nil, nil
 	}
-	if obs.instances, obs.elsewhere, err = r.instances(ctx, s, cache); err != nil {
+	if err = r.instances(ctx, s, cache, &obs); err != nil {
 		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaUnreachable
 	}
 	return obs, cache.Client(), nil
@@ -282,26 +282,30 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 // app now, as the release of its finalizer rests on finding no instance
 // and cannot be undone: the shared read may predate an instance
 // registered since, which would be left in Eureka for good.
-func (r *Reconciler) instances(ctx context.Context, s *v1alpha1.EurekaSyncer, cache *eureka.RegistryCache) (here, elsewhere []eureka.Instance, err error) {
+func (r *Reconciler) instances(ctx context.Context, s *v1alpha1.EurekaSyncer, cache *eureka.RegistryCache, obs *observed) error {
 	if !s.DeletionTimestamp.IsZero() {
+		obs.readAt = time.Now()
 		all, err := cache.Client().Instances(ctx, s.EffectiveAppName())
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		markers := r.markers(s)
 		for _, inst := range all {
 			if inst.HasMetadata(markers) {
-				here = append(here, inst)
+				obs.instances = append(obs.instances, inst)
 			}
 		}
-		return here, elsewhereOf(all, r.opts.ClusterID), nil
+		obs.elsewhere = elsewhereOf(all, r.opts.ClusterID)
+		return nil
 	}
 	registry, err := cache.Registry(ctx)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	return registry.InstancesWithMetadata(s.EffectiveAppName(), r.markers(s)),
-		elsewhereOf(registry.Instances(s.EffectiveAppName()), r.opts.ClusterID), nil
+	obs.instances = registry.InstancesWithMetadata(s.EffectiveAppName(), r.markers(s))
+	obs.elsewhere = elsewhereOf(registry.Instances(s.EffectiveAppName()), r.opts.ClusterID)
+	obs.readAt = registry.ReadAt().Add(-eureka.ServerCacheDelay)
+	return nil
 }
 
 // markers select this cluster's instances of this syncer.

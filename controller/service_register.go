@@ -3,6 +3,8 @@ package controller
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -23,16 +25,15 @@ import (
 
 // serviceInstanceID is the Eureka instance id of the registration of a
 // Service at one address: Spring's <host>:<app>:<port> shape, followed by
-// <service>.<namespace>.<the first 8 characters of the cluster id>, e.g.
-// 203.0.113.7:orders:80:orders.shop.3f2a9c1e. It reads well in the Eureka
+// <service>.<namespace>.<the first 8 hex digits of the cluster id's
+// SHA-256>, e.g. 203.0.113.7:orders:80:orders.shop.3f2a9c1e (a hash: two
+// cluster ids may share a prefix, such as prod-eu-1 and prod-eu-2). It reads well in the Eureka
 // dashboard, is unique across namespaces and across clusters that share
 // one Eureka (the same address may front two clusters' Services during a
 // migration), and holds no '/' (it is a segment of Eureka's URLs).
 func serviceInstanceID(addr serviceAddress, app, service, namespace, clusterID string) string {
-	cluster := clusterID
-	if len(cluster) > 8 {
-		cluster = cluster[:8]
-	}
+	sum := sha256.Sum256([]byte(clusterID))
+	cluster := hex.EncodeToString(sum[:4])
 	id := fmt.Sprintf("%s:%s:%d:%s.%s.%s", addr.Host, strings.ToLower(app), addr.Port, service, namespace, cluster)
 	return strings.ReplaceAll(id, "/", "-")
 }

@@ -462,36 +462,3 @@ func TestServiceMode_AHeartbeatAnsweredNotFoundRegistersAgain(t *testing.T) {
 	}
 	wantRegistered(t, c, s, eureka.StatusUp, "198.51.100.15:80")
 }
-
-func TestServiceMode_BackToPodModeCancelsTheServiceInstances(t *testing.T) {
-	ns := newNamespace(t)
-	c := directClient(t, server.URL())
-	svc := newService(t, ns, "media", corev1.ServiceTypeLoadBalancer, corev1.LoadBalancerIngress{IP: "198.51.100.17"})
-	setEndpoints(t, svc, true)
-	s := newServiceSyncer(t, ns, "media", "media", nil)
-	wantRegistered(t, c, s, eureka.StatusUp, "198.51.100.17:80")
-
-	current, err := getSyncer(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	current.Spec.Mode, current.Spec.Service = v1alpha1.ModePod, nil
-	current.Spec.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "media"}}
-	if err := k8s.Update(context.Background(), current); err != nil {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, patience, "the Service instance cancelled, Service status gone", func() error {
-		got, err := serviceRegistrations(c, s)
-		if err != nil {
-			return err
-		}
-		st, err := getSyncer(s)
-		if err != nil {
-			return err
-		}
-		if len(got) != 0 || len(st.Status.ServiceAddresses) != 0 || meta.FindStatusCondition(st.Status.Conditions, v1alpha1.ConditionServiceReachable) != nil {
-			return fmt.Errorf("Eureka holds %v; status %v %+v", got, st.Status.ServiceAddresses, st.Status.Conditions)
-		}
-		return nil
-	})
-}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -50,6 +51,9 @@ type observed struct {
 	// elsewhere: the instances of the syncer's app that no Eurekube of
 	// this cluster registered (VMs, other clusters), from the same read.
 	elsewhere []eureka.Instance
+	// readAt: what instances and elsewhere show is at least as recent as
+	// this (the read, less the server's response cache).
+	readAt time.Time
 	// service: what a Service-mode reconcile found and did.
 	service serviceObserved
 	// traffic: what applying spec.traffic found and did.

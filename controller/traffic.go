@@ -54,41 +54,50 @@ type trafficObserved struct {
 	err error
 }
 
-// overrideMemo remembers the overrides this manager set or removed a
-// moment ago: the registry read they are compared with is up to a resync
-// (and the server's response cache) old, and would otherwise have them
-// sent again by every reconcile until it catches up.
+// overrideMemo remembers when this manager last set an instance's
+// override: the registry read it is compared with may predate the change
+// (it is up to a resync, and the server's response cache, old), and would
+// otherwise have it sent again by every reconcile until it catches up. A
+// read newer than the change that still shows no override is believed:
+// the override is set again (the instance was cancelled and registered
+// anew since, say).
 type overrideMemo struct {
 	mu   sync.Mutex
-	done map[string]memoEntry // by app/id: the last change made
+	set  map[string]time.Time // by app/id
 	ttl  time.Duration
+	adds int
 }
 
-type memoEntry struct {
-	override eureka.Status
-	at       time.Time
-}
-
-// recent says whether the last change made to key, a moment ago, gave it
-// override.
-func (m *overrideMemo) recent(key string, override eureka.Status) bool {
+// setSince says whether the override of key was set after since.
+func (m *overrideMemo) setSince(key string, since time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.done[key]
-	if ok && time.Since(e.at) > m.ttl {
-		delete(m.done, key)
-		return false
-	}
-	return ok && e.override == override
+	at, ok := m.set[key]
+	return ok && at.After(since)
 }
 
-func (m *overrideMemo) remember(key string, override eureka.Status) {
+func (m *overrideMemo) remember(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.done == nil {
-		m.done = map[string]memoEntry{}
+	if m.set == nil {
+		m.set = map[string]time.Time{}
 	}
-	m.done[key] = memoEntry{override, time.Now()}
+	now := time.Now()
+	m.set[key] = now
+	// Entries of instances long gone would otherwise pile up.
+	if m.adds++; m.adds%256 == 0 {
+		for k, at := range m.set {
+			if now.Sub(at) > m.ttl {
+				delete(m.set, k)
+			}
+		}
+	}
+}
+
+func (m *overrideMemo) forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.set, key)
 }
 
 // wantOverride is the override an instance should carry: OUT_OF_SERVICE in
@@ -125,7 +134,7 @@ func (r *Reconciler) applyTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer,
 		inst := &obs.instances[i]
 		node, lost := pods.lost[inst.Metadata[eureka.MetaPodUID]]
 		want := wantOverride(traffic, lost)
-		if err := r.override(ctx, cl, inst, want, pods.ready, &obs.traffic); err != nil {
+		if err := r.override(ctx, cl, inst, want, pods.ready, obs, &obs.traffic); err != nil {
 			obs.traffic.err = errors.Join(obs.traffic.err, err)
 		}
 		if currentOverride(inst) == eureka.StatusOutOfService {
@@ -140,46 +149,49 @@ func (r *Reconciler) applyTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer,
 
 // override sets or removes one instance's override so that it carries
 // want, and updates inst to what it then is. readyPods are the UIDs of
-// the syncer's pods Kubernetes counts Ready.
-func (r *Reconciler) override(ctx context.Context, cl *eureka.Client, inst *eureka.Instance, want eureka.Status, readyPods map[string]bool, t *trafficObserved) error {
+// the syncer's pods Kubernetes counts Ready; obs says how recent the
+// registry read is, and what the Service has (Service mode).
+func (r *Reconciler) override(ctx context.Context, cl *eureka.Client, inst *eureka.Instance, want eureka.Status, readyPods map[string]bool, obs *observed, t *trafficObserved) error {
 	have := currentOverride(inst)
 	if have == want {
 		return nil
 	}
 	key := inst.App + "/" + inst.InstanceID
-	if r.overrides.recent(key, want) {
-		// Done a moment ago; the registry read has not caught up.
-		inst.OverriddenStatus = want
-		if want == eureka.StatusOutOfService && inst.Status == eureka.StatusUp {
-			inst.Status = eureka.StatusOutOfService
-		}
-		return nil
-	}
 	if want == eureka.StatusOutOfService {
+		if inst.Status != eureka.StatusUp {
+			// DOWN, STARTING or UNKNOWN is out of traffic already, and a
+			// PUT would list it OUT_OF_SERVICE whatever its registrar
+			// reported, which Serve could then not tell from UP. When it
+			// registers UP, it carries OUT_OF_SERVICE itself (the pod's
+			// traffic file), or the next pass sets it.
+			return nil
+		}
+		if r.overrides.setSince(key, obs.readAt) {
+			// Set a moment ago; the registry read has not caught up.
+			inst.OverriddenStatus, inst.Status = want, eureka.StatusOutOfService
+			return nil
+		}
 		if err := cl.SetStatusOverride(ctx, inst.App, inst.InstanceID, want); err != nil {
 			if errors.Is(err, eureka.ErrNotFound) {
 				return nil // gone since the read
 			}
 			return fmt.Errorf("take %s out of traffic: %w", inst.InstanceID, err)
 		}
-		r.overrides.remember(key, want)
-		inst.OverriddenStatus = want
-		if inst.Status == eureka.StatusUp {
-			inst.Status = eureka.StatusOutOfService
-		}
+		r.overrides.remember(key)
+		inst.OverriddenStatus, inst.Status = want, eureka.StatusOutOfService
 		t.heldOut = append(t.heldOut, inst.InstanceID)
 		return nil
 	}
+	r.overrides.forget(key)
 	// Removing: read the instance itself (uncached), as the registry read
 	// may predate a change. Eureka lists whatever status the removal
-	// names, and a PUT of OUT_OF_SERVICE hid what the registrar had
-	// reported (DOWN included), so UP is named only for an instance
-	// listed OUT_OF_SERVICE whose pod Kubernetes counts Ready (its app
-	// passes the probe the registrar gates on by default). Any other is
-	// given no status: Eureka lists it UNKNOWN (out of traffic) until its
-	// registrar's next heartbeat is refused and it registers again with
-	// what its app says, within one renewal interval. The manager's own
-	// Service instances come back the same way, by their keeper.
+	// names. The override is only ever set on an instance listed UP (its
+	// registrar reported UP), so one listed OUT_OF_SERVICE is named UP
+	// again — when its pod is Ready, or, for a Service instance, while
+	// the Service has a ready endpoint. Any other is given no status:
+	// Eureka lists it UNKNOWN (out of traffic) until its registrar's (or
+	// the keeper's) next heartbeat is refused and it registers again with
+	// what its app says, within one renewal interval.
 	fresh, err := cl.Instance(ctx, inst.App, inst.InstanceID)
 	switch {
 	case errors.Is(err, eureka.ErrNotFound):
@@ -191,7 +203,11 @@ func (r *Reconciler) override(ctx context.Context, cl *eureka.Client, inst *eure
 		return nil
 	}
 	var back eureka.Status // none: UNKNOWN until the registrar registers again
-	if fresh.Status == eureka.StatusOutOfService && readyPods[inst.Metadata[eureka.MetaPodUID]] {
+	serving := readyPods[inst.Metadata[eureka.MetaPodUID]]
+	if inst.Metadata[eureka.MetaService] != "" {
+		serving = obs.service.res.readyEndpoints > 0
+	}
+	if fresh.Status == eureka.StatusOutOfService && serving {
 		back = eureka.StatusUp
 	}
 	if err := cl.RemoveStatusOverride(ctx, inst.App, inst.InstanceID, back); err != nil {
@@ -200,7 +216,6 @@ func (r *Reconciler) override(ctx context.Context, cl *eureka.Client, inst *eure
 		}
 		return fmt.Errorf("put %s in traffic: %w", inst.InstanceID, err)
 	}
-	r.overrides.remember(key, want)
 	inst.OverriddenStatus, inst.Status = "", cmp.Or(back, eureka.StatusUnknown)
 	t.putIn = append(t.putIn, inst.InstanceID)
 	return nil

@@ -76,6 +76,11 @@ func (rc *RegistryCache) Registry(ctx context.Context) (*Registry, error) {
 		}
 		reg, err := rc.read(context.WithoutCancel(ctx))
 		read := &registryRead{registry: reg, err: err, at: rc.now()}
+		if reg != nil {
+			// Set before any reader sees it; read returns a new Registry
+			// each time (a whole read, or a delta applied to a clone).
+			reg.readAt = read.at
+		}
 		rc.mu.Lock()
 		rc.last = read
 		rc.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Registry is one read of a server's whole registry, indexed by app. It is
@@ -21,7 +22,20 @@ type Registry struct {
 	// client makes after applying a delta.
 	hashcode string
 	size     int
+	// readAt is when the read that produced it finished (zero for one
+	// not read through a RegistryCache).
+	readAt time.Time
 }
+
+// ReadAt is when the read behind this registry finished. What it shows is
+// older still by up to ServerCacheDelay: the server answers registry reads
+// from a response cache.
+func (r *Registry) ReadAt() time.Time { return r.readAt }
+
+// ServerCacheDelay is how old a server's answer to a registry read may be:
+// Eureka refreshes its read-only response cache every 30 s by default
+// (responseCacheUpdateIntervalMs).
+const ServerCacheDelay = 30 * time.Second
 
 // Applications reads the whole registry (GET /apps): one request however
 // many apps there are, where Instances costs one per app.

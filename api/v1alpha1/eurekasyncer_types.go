@@ -15,6 +15,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.mode == 'Service' ? has(self.service) : !has(self.service)",message="service is required in Service mode and not allowed in Pod mode",fieldPath=".service"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Service' || !has(self.selector) || ((!has(self.selector.matchLabels) || size(self.selector.matchLabels) == 0) && (!has(self.selector.matchExpressions) || size(self.selector.matchExpressions) == 0))",message="selector is not allowed in Service mode: the Service's own selector picks the pods",fieldPath=".selector"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Service' || (!has(self.healthCheck) && (!has(self.drain) || !has(self.drain.preStopSleepSeconds)) && (!has(self.sidecar) || (!has(self.sidecar.image) && !has(self.sidecar.resources))) && !has(self.securePort))",message="healthCheck, drain, sidecar and securePort apply to Pod mode only: in Service mode no sidecar is injected, health is the Service's ready endpoints, and only port is registered"
+// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode",message="mode cannot change: the pods of a Pod-mode syncer run registrars a Service-mode one would leave unattended; delete the syncer (it detaches cleanly) and create it again in the other mode",fieldPath=".mode"
 type EurekaSyncerSpec struct {
 	// Mode is what is registered: Pod (each selected pod, by the registrar
 	// sidecar injected into it) or Service (the Service named by service,

@@ -74,6 +74,18 @@ func TestSyncer_TheAPIServerRefusesInvalidSpecsWithAClearMessage(t *testing.T) {
 			t.Errorf("defaults: mode %q, traffic %q; want Pod, Serve", s.Spec.Mode, s.Spec.Traffic)
 		}
 	})
+	t.Run("mode cannot change", func(t *testing.T) {
+		s := syncer(ns, "billing", nil)
+		if err := suite.c.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		s.Spec.Mode, s.Spec.Selector = eurekubev1alpha1.ModeService, metav1.LabelSelector{}
+		s.Spec.Service = &eurekubev1alpha1.ServiceTarget{Name: "billing"}
+		err := suite.c.Update(ctx, s)
+		if err == nil || !strings.Contains(err.Error(), "spec.mode") || !strings.Contains(err.Error(), "mode cannot change") {
+			t.Fatalf("changing the mode: %v, want a refusal naming spec.mode", err)
+		}
+	})
 	t.Run("a valid Service-mode syncer in Standby is accepted", func(t *testing.T) {
 		s := syncer(ns, "catalog", func(s *eurekubev1alpha1.EurekaSyncer) {
 			s.Spec.Mode, s.Spec.Traffic, s.Spec.Selector = eurekubev1alpha1.ModeService, eurekubev1alpha1.TrafficStandby, metav1.LabelSelector{}
