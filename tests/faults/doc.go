@@ -3,8 +3,10 @@
 // promises through each.
 //
 //   - Eureka killed and restarted under 200 running registrars: every one is
-//     registered again within one heartbeat interval of the server's return,
-//     and nothing is duplicated.
+//     registered again and nothing is duplicated. The registrar's backoff is
+//     capped under one heartbeat interval (a unit test); how long each took
+//     on the run's machine is logged, not asserted, as a busy two-core
+//     machine's timers fire seconds late.
 //   - One of two Eureka URLs dead (refusing, black-holed, or dying while in
 //     use): no registration or heartbeat fails.
 //
