@@ -59,6 +59,19 @@ type Eureka struct {
 // StartEureka builds (or finds cached) the server jar, starts it on
 // opts.Host and waits until it answers GET /eureka/apps.
 func StartEureka(ctx context.Context, opts EurekaOptions) (*Eureka, error) {
+	e, err := newEureka(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.start(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// newEureka fills in opts' defaults, finds the jar, picks the port and the
+// log file: a server ready to start, whose URL is known before it runs.
+func newEureka(opts EurekaOptions) (*Eureka, error) {
 	if opts.Profile == "" {
 		opts.Profile = ProfileFast
 	}
@@ -92,11 +105,7 @@ func StartEureka(ctx context.Context, opts EurekaOptions) (*Eureka, error) {
 			return nil, fmt.Errorf("eureka server: %w", err)
 		}
 	}
-	e := &Eureka{opts: opts, jar: jar, logPath: filepath.Join(logDir, "eureka.log")}
-	if err := e.start(ctx); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return &Eureka{opts: opts, jar: jar, logPath: filepath.Join(logDir, "eureka.log")}, nil
 }
 
 // EurekaT starts a server for a test and stops it when the test ends.
