@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 )
@@ -79,9 +80,12 @@ func TestSyncer_TheAPIServerRefusesInvalidSpecsWithAClearMessage(t *testing.T) {
 		if err := suite.c.Create(ctx, s); err != nil {
 			t.Fatal(err)
 		}
+		// A patch, as kubectl sends: the manager may have written the
+		// syncer (finalizer, status) since it was created.
+		base := s.DeepCopy()
 		s.Spec.Mode, s.Spec.Selector = eurekubev1alpha1.ModeService, metav1.LabelSelector{}
 		s.Spec.Service = &eurekubev1alpha1.ServiceTarget{Name: "billing"}
-		err := suite.c.Update(ctx, s)
+		err := suite.c.Patch(ctx, s, client.MergeFrom(base))
 		if err == nil || !strings.Contains(err.Error(), "spec.mode") || !strings.Contains(err.Error(), "mode cannot change") {
 			t.Fatalf("changing the mode: %v, want a refusal naming spec.mode", err)
 		}
