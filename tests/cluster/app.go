@@ -17,6 +17,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/tests/harness"
 )
 
 // App is a service as a team deploys it with Eurekube: a namespace
@@ -52,7 +53,7 @@ type App struct {
 const ServicePort = 80
 
 // objects are the app's namespace, syncer and Deployment.
-func (a App) objects(image, eurekaURL string) (*corev1.Namespace, *v1alpha1.EurekaSyncer, *appsv1.Deployment) {
+func (a App) objects(image string, eurekaURLs []string) (*corev1.Namespace, *v1alpha1.EurekaSyncer, *appsv1.Deployment) {
 	labels := map[string]string{"app": a.Name}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:   a.Namespace,
@@ -65,7 +66,7 @@ func (a App) objects(image, eurekaURL string) (*corev1.Namespace, *v1alpha1.Eure
 			Port:     intstr.FromString("http"),
 			Metadata: a.Metadata,
 			Drain:    v1alpha1.Drain{PreStopSleepSeconds: a.DrainSeconds},
-			Eureka:   v1alpha1.EurekaServers{ServiceURLs: []string{eurekaURL}},
+			Eureka:   v1alpha1.EurekaServers{ServiceURLs: eurekaURLs},
 			Traffic:  a.Traffic,
 		},
 	}
@@ -140,7 +141,7 @@ func (a App) service() *corev1.Service {
 // exist already are kept. shape, when set, changes the Deployment before it
 // is created (more containers, other hooks).
 func (c *Cluster) Deploy(ctx context.Context, app App, shape func(*appsv1.Deployment)) error {
-	ns, syncer, dep := app.objects(c.Node.Image("testapp"), c.Eureka.URL())
+	ns, syncer, dep := app.objects(c.Node.Image("testapp"), c.Peers.URLs())
 	if shape != nil {
 		shape(dep)
 	}
@@ -181,8 +182,13 @@ type View struct {
 	Elsewhere []string
 }
 
-// Look reads the app's pods and what Eureka lists for it.
+// Look reads the app's pods and what Eureka lists for it, through c.Eureka.
 func (c *Cluster) Look(ctx context.Context, a App) (View, error) {
+	return c.LookThrough(ctx, a, c.Eureka)
+}
+
+// LookThrough is Look reading the registry through one peer.
+func (c *Cluster) LookThrough(ctx context.Context, a App, peer *harness.Eureka) (View, error) {
 	var v View
 	var pods corev1.PodList
 	if err := c.Node.Client.List(ctx, &pods, client.InNamespace(a.Namespace), client.MatchingLabels{"app": a.Name}); err != nil {
@@ -194,7 +200,7 @@ func (c *Cluster) Look(ctx context.Context, a App) (View, error) {
 			v.ReadyPods = append(v.ReadyPods, p.Name)
 		}
 	}
-	instances, err := c.Eureka.SpringRead(strings.ToUpper(a.Name))
+	instances, err := peer.SpringRead(strings.ToUpper(a.Name))
 	if err != nil {
 		return v, err
 	}

@@ -26,20 +26,25 @@ const (
 	WebhookConfig     = "eurekube"
 )
 
+// EurekaPeers is how many Eureka servers replicate to each other, as in
+// production.
+const EurekaPeers = 3
+
 // Options configure Start.
 type Options struct {
 	// Node configures the node.
 	Node node.Options
 	// EurekaProfile is harness.ProfileFast (default) or harness.ProfileReal.
 	EurekaProfile string
-	// EurekaPort on the node's address; 0 picks a free one.
+	// EurekaPort is the first peer's port on the node's address; 0 picks a
+	// free one. The other peers pick free ports.
 	EurekaPort int
 	// LogDir receives cert-manager's and Eureka's logs (the node's go to
 	// Node.LogDir). Default: a new temporary directory.
 	LogDir string
 }
 
-// Cluster is a node with cert-manager, Eureka and Eurekube installed.
+// Cluster is a node with cert-manager, Eureka peers and Eurekube installed.
 type Cluster struct {
 	Node *node.Node
 	// ControlPlane is the node's API server as the harness parts see it.
@@ -48,7 +53,13 @@ type Cluster struct {
 	// cannot: tokens, pod logs.
 	Clientset   *kubernetes.Clientset
 	CertManager *harness.CertManager
-	// Eureka listens on the node's address.
+	// Peers are the Eureka servers, replicating to each other, on the
+	// node's address. Syncers and clients list them in order, so the first
+	// is the one registrars talk to while it lives.
+	Peers *harness.EurekaPeers
+	// Eureka is the peer tests read through: the last, which nothing
+	// writes to while the first lives, so every read shows what
+	// replication brought.
 	Eureka *harness.Eureka
 	LogDir string
 
@@ -116,8 +127,8 @@ func (c *Cluster) stopServices() error {
 			errs = append(errs, fmt.Errorf("cert-manager exited %d on SIGTERM (log %s):\n%s", code, c.CertManager.LogPath(), c.CertManager.LogTail()))
 		}
 	}
-	if c.Eureka != nil {
-		_ = c.Eureka.Stop()
+	if c.Peers != nil {
+		_ = c.Peers.Stop()
 	}
 	return errors.Join(errs...)
 }
@@ -129,12 +140,15 @@ func install(ctx context.Context, n *node.Node, o Options) (*Cluster, error) {
 	if c.Clientset, err = kubernetes.NewForConfig(n.Config); err != nil {
 		return nil, fmt.Errorf("clientset: %w", err)
 	}
-	// Eureka's JVM starts while cert-manager starts and Eurekube installs:
-	// nothing of the install needs it.
+	// Eureka's JVMs start while cert-manager starts and Eurekube
+	// installs: nothing of the install needs them.
 	eureka := make(chan error, 1)
 	go func() {
 		var err error
-		c.Eureka, err = harness.StartEureka(ctx, harness.EurekaOptions{Host: node.NodeIP, Port: o.EurekaPort, Profile: o.EurekaProfile, LogDir: o.LogDir})
+		c.Peers, err = harness.StartEurekaPeers(ctx, harness.EurekaOptions{Host: node.NodeIP, Port: o.EurekaPort, Profile: o.EurekaProfile, LogDir: o.LogDir}, EurekaPeers)
+		if err == nil {
+			c.Eureka = c.Peers.Servers[len(c.Peers.Servers)-1]
+		}
 		eureka <- err
 	}()
 	c.CertManager, err = harness.StartCertManager(ctx, c.ControlPlane, harness.CertManagerOptions{LogPath: filepath.Join(o.LogDir, "cert-manager.log")})

@@ -235,7 +235,7 @@ func waitRolledOut(t *testing.T, app cluster.App, timeout time.Duration) []strin
 func startClient(t *testing.T, service string) *harness.SpringClient {
 	t.Helper()
 	sc, err := harness.StartSpringClient(context.Background(), harness.SpringClientOptions{
-		EurekaURL: c.Eureka.URL(), Service: service, CacheSeconds: clientCacheSeconds, LogDir: t.TempDir(),
+		EurekaURL: c.Peers.DefaultZone(), Service: service, CacheSeconds: clientCacheSeconds, LogDir: t.TempDir(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -57,10 +57,11 @@ var peerArgs = []string{
 	"--eureka.server.peer-node-read-timeout-ms=5000",
 }
 
-// StartEurekaPeers starts n (at least 2) Eureka servers on opts.Host, each
-// on its own free port, concurrently, and waits until each answers. Each
-// replicates to the others: its eureka.client.service-url.defaultZone lists
-// the other peers' URLs. opts.Port must be 0; opts.Args must not set the
+// StartEurekaPeers starts n (at least 2) Eureka servers on opts.Host, the
+// first on opts.Port (0 picks a free one), the others each on a free port,
+// concurrently, and waits until each answers. Each replicates to the
+// others: its eureka.client.service-url.defaultZone lists the other peers'
+// URLs. opts.Args must not set the
 // properties the peers are configured with (peerArgs, the defaultZone and
 // eureka.instance.hostname). With opts.LogDir, peer i logs to
 // LogDir/PeerHostname(i)/eureka.log. When a peer fails to start, the
@@ -75,13 +76,13 @@ func StartEurekaPeers(ctx context.Context, opts EurekaOptions, n int) (*EurekaPe
 	if n < 2 {
 		return nil, fmt.Errorf("eureka peers: %d peers: want 2 or more (StartEureka starts one server)", n)
 	}
-	if opts.Port != 0 {
-		return nil, fmt.Errorf("eureka peers: port %d: each peer picks its own, leave Port 0", opts.Port)
-	}
 	p := &EurekaPeers{Servers: make([]*Eureka, n)}
 	used := map[int]bool{}
 	for i := range n {
 		o := opts
+		if i > 0 {
+			o.Port = 0
+		}
 		for o.Port == 0 || used[o.Port] {
 			port, err := FreePort()
 			if err != nil {

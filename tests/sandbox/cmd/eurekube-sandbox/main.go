@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -134,7 +135,7 @@ func run() error {
 	// The migration story: ORDERS ran on VMs before; one still does.
 	log.Info("starting ORDERS on a \"VM\": a Spring Boot app on the host, registered by Spring Cloud's own Eureka client, answering vm-1")
 	vm, err = harness.StartSpringVM(ctx, harness.SpringVMOptions{
-		EurekaURL: c.Eureka.URL(), App: app.Name, Name: "vm-1", Host: node.NodeIP, RenewalSeconds: 30, LogDir: c.LogDir,
+		EurekaURL: c.Peers.DefaultZone(), App: app.Name, Name: "vm-1", Host: node.NodeIP, RenewalSeconds: 30, LogDir: c.LogDir,
 	})
 	if err != nil {
 		return err
@@ -153,7 +154,7 @@ func run() error {
 	if *withClient {
 		log.Info("starting a Spring Cloud client on the host that calls http://orders/ by name")
 		spring, err = harness.StartSpringClient(ctx, harness.SpringClientOptions{
-			EurekaURL: c.Eureka.URL(), Service: app.Name, Interval: 100 * time.Millisecond, LogDir: c.LogDir,
+			EurekaURL: c.Peers.DefaultZone(), Service: app.Name, Interval: 100 * time.Millisecond, LogDir: c.LogDir,
 		})
 		if err != nil {
 			return err
@@ -208,7 +209,11 @@ func syncerSettled(ctx context.Context, c *cluster.Cluster, app cluster.App) err
 }
 
 func printWelcome(c *cluster.Cluster, kubeconfig string, spring *harness.SpringClient, took time.Duration) {
-	eureka := "http://" + c.Eureka.Addr()
+	eureka := "http://" + c.Peers.Servers[0].Addr()
+	var others []string
+	for _, p := range c.Peers.Servers[1:] {
+		others = append(others, "http://"+p.Addr()+"/")
+	}
 	// The node's own kubectl comes first on PATH, so the commands below
 	// work on a machine without one.
 	fmt.Printf(`
@@ -216,9 +221,9 @@ Eurekube sandbox is up (%s).
 
   kubectl            export KUBECONFIG=%s PATH=%s:$PATH
                      kubectl -n shop get esync,deploy,pods
-  Eureka dashboard   %s/
+  Eureka dashboard   %s/   (peers replicating to it: %s)
   Eureka registry    curl -s -H 'Accept: application/json' %s/eureka/apps/ORDERS
-`, took.Round(time.Second), kubeconfig, filepath.Dir(c.Node.Kubectl()), eureka, eureka)
+`, took.Round(time.Second), kubeconfig, filepath.Dir(c.Node.Kubectl()), eureka, strings.Join(others, " "), eureka)
 	if spring != nil {
 		fmt.Printf("  Spring client      curl -s %s   (calls http://orders/ by name every 100 ms)\n", spring.StatsURL())
 	}
