@@ -4,8 +4,10 @@
 // CA), and manifests/default applied with kubectl as it is in the
 // repository, so the manager runs as its Deployment's pods from its image
 // with the mounted Secret, and the API server reaches the webhook through
-// its Service. A Eureka server runs on the host on the node's address,
-// where pods reach it; callers on the host play VMs that reach pod IPs.
+// its Service. Three Eureka servers replicating to each other, as
+// production runs Eureka, run on the host on the node's address, where pods
+// reach them; syncers and callers list all three. Callers on the host play
+// VMs that reach pod IPs.
 //
 // The suite of this package is the end-to-end suite: one cluster (TestMain)
 // and a real Spring Cloud client on the host calling services by name, as a

@@ -124,12 +124,18 @@ func podsOf(t *testing.T, app cluster.App) []corev1.Pod {
 	return v.Pods
 }
 
+// serviceInstance waits until the peer tests read through lists the app's
+// one instance: an address registered before the load balancer's (the
+// NodePort, while the Service had no ingress) is cancelled on the first
+// peer and reaches the others by replication.
 func serviceInstance(t *testing.T, app cluster.App) harness.SpringInstance {
 	t.Helper()
-	inst, err := serviceInstanceE(app)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var inst harness.SpringInstance
+	harness.Eventually(t, time.Minute, "Eureka lists the Service's one instance", func() error {
+		var err error
+		inst, err = serviceInstanceE(app)
+		return err
+	})
 	return inst
 }
 
@@ -140,7 +146,11 @@ func serviceInstanceE(app cluster.App) (harness.SpringInstance, error) {
 		return harness.SpringInstance{}, err
 	}
 	if len(insts) != 1 {
-		return harness.SpringInstance{}, fmt.Errorf("Eureka lists %d instances of %s, want the Service's one", len(insts), app.Name)
+		var ids []string
+		for _, in := range insts {
+			ids = append(ids, in.InstanceID+" "+in.Status)
+		}
+		return harness.SpringInstance{}, fmt.Errorf("Eureka lists %d instances of %s, want the Service's one: %v", len(insts), app.Name, ids)
 	}
 	return insts[0], nil
 }

@@ -1,7 +1,7 @@
 // Command eurekube-sandbox is `make run`: a real single-node Kubernetes
 // cluster on this machine (package cluster: containerd, the kubelet,
-// kube-proxy and the control plane, cert-manager, a Eureka server on the
-// node's address) with Eurekube installed from manifests/default as users
+// kube-proxy and the control plane, cert-manager, three replicating Eureka
+// servers on the node's address) with Eurekube installed from manifests/default as users
 // install it, and a sample service, ORDERS, deployed as a team would: a
 // labelled namespace, an EurekaSyncer and a Deployment of 3 replicas. A real
 // Spring Cloud client on the host, playing a VM that reaches pod IPs, calls
@@ -61,7 +61,7 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "Usage of eurekube-sandbox (make run): %s.\n%s", needsRoot, fs.FlagUsages())
 	}
 	dir := fs.String("dir", filepath.Join(root, ".sandbox"), "directory for the kubeconfig and every log (emptied at start)")
-	eurekaPort := fs.Int("eureka-port", 8761, "port of the Eureka server and its dashboard on the node's address, "+node.NodeIP+" (0 picks a free one)")
+	eurekaPort := fs.Int("eureka-port", 8761, "port of the first Eureka peer and its dashboard on the node's address, "+node.NodeIP+" (0 picks a free one; the other peers pick free ports)")
 	replicas := fs.Int32("replicas", 3, "replicas of the sample Deployment")
 	withClient := fs.Bool("spring-client", true, "run a Spring Cloud client on the host that calls the sample service by name")
 	exitWhenReady := fs.Bool("exit-when-ready", false, "stop everything once the sandbox is up (a smoke test of this command)")
