@@ -59,8 +59,12 @@ func TestServiceMode_CalledByNameThroughARolloutAndALeaderKill(t *testing.T) {
 		t.Fatalf("Eureka lists hostName %s, want the load balancer's %s", registered.HostName, loadBalancerIP)
 	}
 
+	// The client reaches the pods through the load balancer's address:
+	// kube-proxy picks a pod per connection, and a kept-alive connection
+	// stays on its pod, so one pod may answer every call until its
+	// connection closes (at the latest when the rollout ends it).
 	sc := startClient(t, app.Name)
-	waitAnswered(t, sc, harness.SpringStats{}, readyPods(t, app))
+	waitAnsweredByOneOf(t, sc, harness.SpringStats{}, readyPods(t, app))
 	before := stats(t, sc)
 	began := time.Now()
 
@@ -92,7 +96,7 @@ func TestServiceMode_CalledByNameThroughARolloutAndALeaderKill(t *testing.T) {
 		pods = v.ReadyPods
 		return nil
 	})
-	waitAnswered(t, sc, before, pods)
+	waitAnsweredByOneOf(t, sc, before, pods)
 	// The new leader heartbeats the registration: its lease was renewed
 	// after the kill, and it was never registered again (it never lapsed).
 	harness.Eventually(t, 2*time.Minute, "the registration renewed after the leader's kill", func() error {
@@ -153,4 +157,23 @@ func serviceInstanceE(app cluster.App) (harness.SpringInstance, error) {
 		return harness.SpringInstance{}, fmt.Errorf("Eureka lists %d instances of %s, want the Service's one: %v", len(insts), app.Name, ids)
 	}
 	return insts[0], nil
+}
+
+// waitAnsweredByOneOf waits until one of pods has answered a call of the
+// client since since.
+func waitAnsweredByOneOf(t *testing.T, sc *harness.SpringClient, since harness.SpringStats, pods []string) {
+	t.Helper()
+	harness.Eventually(t, 2*time.Minute, fmt.Sprintf("the Spring client called one of %v by name", pods), func() error {
+		s, err := sc.Stats(context.Background())
+		if err != nil {
+			return err
+		}
+		d := s.Since(since)
+		for _, p := range pods {
+			if d.ByInstance[p] > 0 {
+				return nil
+			}
+		}
+		return fmt.Errorf("none answered yet (answered: %v, failed %d)", d.ByInstance, d.Failed)
+	})
 }
