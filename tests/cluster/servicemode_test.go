@@ -68,6 +68,14 @@ func TestServiceMode_CalledByNameThroughARolloutAndALeaderKill(t *testing.T) {
 	before := stats(t, sc)
 	began := time.Now()
 
+	// The registration as the first peer holds it (the one the manager
+	// talks to; each peer stamps a registration, replicated ones too, with
+	// its own time), just before the kill.
+	origin := c.Peers.Servers[0]
+	registered, err = origin.ReadInstance(strings.ToUpper(app.Name), listed.InstanceID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	holder, lead := leader(t)
 	killed, _, err := containerID(lead, "manager")
 	if err != nil {
@@ -100,7 +108,7 @@ func TestServiceMode_CalledByNameThroughARolloutAndALeaderKill(t *testing.T) {
 	// The new leader heartbeats the registration: its lease was renewed
 	// after the kill, and it was never registered again (it never lapsed).
 	harness.Eventually(t, 2*time.Minute, "the registration renewed after the leader's kill", func() error {
-		now, err := c.Eureka.ReadInstance(strings.ToUpper(app.Name), registered.InstanceID)
+		now, err := origin.ReadInstance(strings.ToUpper(app.Name), registered.InstanceID)
 		if err != nil {
 			return err
 		}
