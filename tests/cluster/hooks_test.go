@@ -208,6 +208,23 @@ func rollout(t *testing.T, app cluster.App) {
 	}
 }
 
+// waitFirstRolled waits until the first pod of the new template exists.
+func waitFirstRolled(t *testing.T, app cluster.App) {
+	t.Helper()
+	harness.Eventually(t, time.Minute, "the first pod of the new template exists", func() error {
+		v, err := c.Look(context.Background(), app)
+		if err != nil {
+			return err
+		}
+		for _, p := range v.Pods {
+			if p.Annotations[rolledKey] != "" {
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d pods", len(v.Pods))
+	})
+}
+
 // waitRolledOut waits until every pod of the app (terminating ones
 // included) is of the new template and Eureka lists exactly the ready ones.
 func waitRolledOut(t *testing.T, app cluster.App, timeout time.Duration) []string {

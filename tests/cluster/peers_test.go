@@ -34,18 +34,7 @@ func TestRollingUpdate_EurekaPeerKilledNoCallFails(t *testing.T) {
 	before := stats(t, sc)
 	began := time.Now()
 	rollout(t, app)
-	harness.Eventually(t, time.Minute, "the first pod of the new template exists", func() error {
-		v, err := c.Look(ctx, app)
-		if err != nil {
-			return err
-		}
-		for _, p := range v.Pods {
-			if p.Annotations[rolledKey] != "" {
-				return nil
-			}
-		}
-		return fmt.Errorf("none among %d pods", len(v.Pods))
-	})
+	waitFirstRolled(t, app)
 	first.Kill()
 	t.Logf("killed the first Eureka peer %s %s after the rollout began", first.Addr(), time.Since(began).Round(time.Millisecond))
 	restarted := false

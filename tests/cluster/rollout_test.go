@@ -42,18 +42,7 @@ func TestRollingUpdate_ManagerLeaderKilledNoCallFails(t *testing.T) {
 	before := stats(t, sc)
 	began := time.Now()
 	rollout(t, app)
-	harness.Eventually(t, time.Minute, "the first pod of the new template exists", func() error {
-		v, err := c.Look(ctx, app)
-		if err != nil {
-			return err
-		}
-		for _, p := range v.Pods {
-			if p.Annotations[rolledKey] != "" {
-				return nil
-			}
-		}
-		return fmt.Errorf("none among %d pods", len(v.Pods))
-	})
+	waitFirstRolled(t, app)
 	resourceVersion := syncer(t, app).ResourceVersion
 	if err := c.Node.Signal(ctx, killed, "SIGKILL"); err != nil {
 		t.Fatal(err)
