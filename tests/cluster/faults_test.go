@@ -203,7 +203,13 @@ func TestWebhookReplicaKilledDuring500Creates_NoPodWithoutTheRegistrar(t *testin
 		return nil
 	})
 	managerReplicas(t, 2)
-	harness.Eventually(t, 4*time.Minute, "600 pods, every one with the registrar", allInjected(deployments*(replicas+10)))
+	// A ReplicaSet retries a failed create with its controller's
+	// exponential backoff (5 ms doubling per failure, up to 1,000 s): after
+	// minutes of refusals on a busy machine its next try may be minutes
+	// away, as it would be for a user.
+	back := time.Now()
+	harness.Eventually(t, 10*time.Minute, "600 pods, every one with the registrar", allInjected(deployments*(replicas+10)))
+	t.Logf("600 pods %s after the replicas were back", time.Since(back).Round(time.Second))
 	n, unclear := failedCreates()
 	t.Logf("%d creates failed in all, each retried by its ReplicaSet", n)
 	if len(unclear) > 0 {

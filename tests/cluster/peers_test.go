@@ -24,7 +24,7 @@ import (
 // Not parallel: every other test reads and writes through these peers.
 func TestRollingUpdate_EurekaPeerKilledNoCallFails(t *testing.T) {
 	ctx := context.Background()
-	app := cluster.App{Namespace: "stock", Name: "inventory", Replicas: 3, DrainSeconds: ptr.To[int32](drainSeconds)}
+	app := cluster.App{Namespace: "depot", Name: "parcels", Replicas: 3, DrainSeconds: ptr.To[int32](drainSeconds)}
 	deploy(t, app, nil)
 	v := settle(t, app, 3*time.Minute)
 	sc := startClient(t, app.Name)

@@ -440,8 +440,10 @@ func (n *Node) startProcess(name, bin string, args ...string) (*harness.Process,
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
+	if _, again := n.procs[name]; !again { // StartKubelet starts it again
+		n.order = append(n.order, name)
+	}
 	n.procs[name] = p
-	n.order = append(n.order, name)
 	return p, nil
 }
 
@@ -780,6 +782,9 @@ func (n *Node) teardown() error {
 			stopQuietly(p)
 		}
 	}
+	// A test that froze pods (FreezePod) and failed leaves them frozen:
+	// thawed, they can be stopped.
+	thawAll()
 	// Pods first, while the kubelet runs: it stops their containers and
 	// the CNI plugin releases their addresses and interfaces.
 	if err := n.deletePods(ctx); err != nil {
