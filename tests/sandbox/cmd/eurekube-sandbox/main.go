@@ -240,7 +240,7 @@ Eurekube sandbox is up (%s).
                        the pods take their share again; Standby again is the rollback
   Logs               %s   (pods: kubectl -n shop logs)
 
-The Eureka server runs with production timings: its responses are cached
+The Eureka servers run with production timings: their responses are cached
 for up to 30 s, and old pods keep serving for 100 s after they leave Eureka.
 
 Press Ctrl-C to stop everything.
