@@ -33,7 +33,7 @@ import (
 const secondClusterID = "second-cluster"
 
 // The same app runs in two clusters — the same namespace, syncer, app and
-// pod names — registered in one Eureka server, each cluster with its own
+// pod names — registered in three replicating Eureka peers, each cluster with its own
 // control plane and manager. While pods come and go in both (some stop
 // cleanly, some are killed and leave their instance behind) and the second
 // cluster switches between Standby and Serve, a caller of this cluster's
@@ -49,21 +49,28 @@ func TestSecondCluster_NeverTouchesThisClustersInstances(t *testing.T) {
 	ctx := context.Background()
 	began := time.Now()
 	ns := newNamespace(t)
-	c := directClient(t, server.URL())
+	// The clusters share three replicating Eureka peers, as production
+	// runs Eureka: this cluster writes to the first, the second cluster to
+	// the second, and the checks read through the third, so what they see
+	// is what replication brought.
+	peers := harness.EurekaPeersT(t, harness.EurekaOptions{}, 3)
+	urls := peers.URLs()
+	c := directClient(t, urls[2])
 	second := startSecondCluster(t, secondClusterID)
 	if err := second.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatalf("create namespace %s in the second cluster: %v", ns, err)
 	}
 
 	// One syncer, applied to both clusters.
-	s := newSyncer(t, ns, "tickets", server.URL())
+	s := newSyncer(t, ns, "tickets", urls...)
 	twin := &v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace}, Spec: *s.Spec.DeepCopy()}
+	twin.Spec.Eureka.ServiceURLs = []string{urls[1], urls[2], urls[0]}
 	if err := second.Create(ctx, twin); err != nil {
 		t.Fatalf("create syncer %s/%s in the second cluster: %v", ns, s.Name, err)
 	}
-	here := &side{name: "this cluster", id: clusterID, k8s: k8s, net: 1, syncer: s, traffic: v1alpha1.TrafficServe,
+	here := &side{name: "this cluster", id: clusterID, k8s: k8s, writer: directClient(t, urls[0]), net: 1, syncer: s, traffic: v1alpha1.TrafficServe,
 		pods: map[string]*corev1.Pod{}, live: map[string]eureka.Instance{}}
-	there := &side{name: "the second cluster", id: secondClusterID, k8s: second, net: 2, syncer: twin, traffic: v1alpha1.TrafficServe,
+	there := &side{name: "the second cluster", id: secondClusterID, k8s: second, writer: directClient(t, urls[1]), net: 2, syncer: twin, traffic: v1alpha1.TrafficServe,
 		pods: map[string]*corev1.Pod{}, live: map[string]eureka.Instance{}}
 
 	g := watchInstances(t, c, s.EffectiveAppName())
@@ -83,9 +90,9 @@ func TestSecondCluster_NeverTouchesThisClustersInstances(t *testing.T) {
 	start := func(name string, i int) {
 		t.Helper()
 		pod := newPod(t, ns, s.Name, name, true, fmt.Sprintf("10.%d.0.%d", here.net, i))
-		here.started(g, pod, registerAs(t, c, here.id, s, pod), true)
+		here.started(g, pod, replicated(t, c, registerAs(t, here.writer, here.id, s, pod)), true)
 		pod = mirrorPod(t, second, pod, fmt.Sprintf("10.%d.0.%d", there.net, i))
-		there.started(g, pod, registerAs(t, c, there.id, twin, pod), false)
+		there.started(g, pod, replicated(t, c, registerAs(t, there.writer, there.id, twin, pod)), false)
 	}
 	var orphans []eureka.Instance // left by killed pods, of both clusters
 	converged := func(what string) {
@@ -140,8 +147,8 @@ func TestSecondCluster_NeverTouchesThisClustersInstances(t *testing.T) {
 		converged(fmt.Sprintf("round %d: 4 instances in each cluster, the second one's %s", round, there.traffic))
 
 		for _, sd := range []*side{here, there} {
-			sd.stop(t, g, c, stopping, true)
-			orphans = append(orphans, sd.stop(t, g, c, killed, false))
+			sd.stop(t, g, stopping, true)
+			orphans = append(orphans, sd.stop(t, g, killed, false))
 		}
 		converged(fmt.Sprintf("round %d: each cluster removed the orphan of its own killed pod, %d in all", round, round))
 	}
@@ -161,7 +168,7 @@ func TestSecondCluster_NeverTouchesThisClustersInstances(t *testing.T) {
 		return nil
 	})
 	for name := range there.pods {
-		there.stop(t, g, c, name, true)
+		there.stop(t, g, name, true)
 	}
 	harness.Eventually(t, 2*patience, "the second cluster's syncer gone; this cluster's counts its 2 instances and nothing elsewhere", func() error {
 		g.fatalOnViolation(t)
@@ -177,9 +184,11 @@ func TestSecondCluster_NeverTouchesThisClustersInstances(t *testing.T) {
 
 // side is one cluster: its API server, its syncer and what runs there.
 type side struct {
-	name    string
-	id      string // its manager's cluster id
-	k8s     client.Client
+	name string
+	id   string // its manager's cluster id
+	k8s  client.Client
+	// writer is the Eureka peer its registrars talk to.
+	writer  *eureka.Client
 	net     int // its pods' addresses are 10.<net>.0.x
 	syncer  *v1alpha1.EurekaSyncer
 	traffic v1alpha1.Traffic
@@ -199,7 +208,7 @@ func (sd *side) started(g *guard, pod *corev1.Pod, inst eureka.Instance, strict 
 // stop ends a pod: clean, its registrar cancels its instance first (a
 // SIGTERM); otherwise its instance stays behind (a SIGKILL, a lost node)
 // for the manager to collect, and is returned.
-func (sd *side) stop(t *testing.T, g *guard, c *eureka.Client, name string, clean bool) eureka.Instance {
+func (sd *side) stop(t *testing.T, g *guard, name string, clean bool) eureka.Instance {
 	t.Helper()
 	ctx := context.Background()
 	pod, inst := sd.pods[name], sd.live[name]
@@ -207,7 +216,7 @@ func (sd *side) stop(t *testing.T, g *guard, c *eureka.Client, name string, clea
 	delete(sd.pods, name)
 	delete(sd.live, name)
 	if clean {
-		if err := c.Cancel(ctx, inst.App, inst.InstanceID); err != nil {
+		if err := sd.writer.Cancel(ctx, inst.App, inst.InstanceID); err != nil {
 			t.Fatalf("%s: the registrar of %s cancels %s: %v", sd.name, name, inst.InstanceID, err)
 		}
 	} else {
@@ -302,6 +311,17 @@ func mirrorPod(t testing.TB, cl client.Client, pod *corev1.Pod, ip string) *core
 // cluster: it registers the instance the sidecar package builds, UP. Its
 // id carries the namespace and the UID's prefix, so that pods of one name
 // in two clusters do not overwrite each other. Its lease outlasts the
+// replicated waits until the peer c reads through lists inst, registered
+// on another peer: from then on the guard holds it to stay.
+func replicated(t *testing.T, c *eureka.Client, inst eureka.Instance) eureka.Instance {
+	t.Helper()
+	harness.Eventually(t, patience, "instance "+inst.InstanceID+" replicated to the peer the checks read", func() error {
+		_, err := c.Instance(context.Background(), inst.App, inst.InstanceID)
+		return err
+	})
+	return inst
+}
+
 // test: nothing needs to heartbeat.
 func registerAs(t testing.TB, c *eureka.Client, cluster string, s *v1alpha1.EurekaSyncer, pod *corev1.Pod) eureka.Instance {
 	t.Helper()
