@@ -127,6 +127,7 @@ func TestLostNode_InstancesOutOfTrafficUntilItReturns(t *testing.T) {
 	waitView(t, app, "TrafficApplied True/Serving", func(st v1alpha1.EurekaSyncerStatus) error {
 		return trafficApplied(st, "Serving")
 	})
+	waitManagerReady(t) // the node's NotReady made its pods unready too
 }
 
 func podNames(pods []corev1.Pod) []string {

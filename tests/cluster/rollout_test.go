@@ -129,10 +129,17 @@ func TestRollingUpdate_ManagerLeaderKilledNoCallFails(t *testing.T) {
 		t.Errorf("%d of %d calls failed; last error: %s", d.Failed, d.OK+d.Failed, d.LastError)
 	}
 
-	// The next tests need both replicas again.
-	harness.Eventually(t, 2*time.Minute, "both manager replicas ready", func() error {
+	waitManagerReady(t)
+}
+
+// waitManagerReady waits until both manager replicas are ready again: the
+// tests that kill one or lose the node end with it, as the next tests need
+// both.
+func waitManagerReady(t *testing.T) {
+	t.Helper()
+	harness.Eventually(t, 3*time.Minute, "both manager replicas ready", func() error {
 		var dep appsv1.Deployment
-		if err := c.Node.Client.Get(ctx, client.ObjectKey{Namespace: cluster.ManagerNamespace, Name: cluster.ManagerDeployment}, &dep); err != nil {
+		if err := c.Node.Client.Get(context.Background(), client.ObjectKey{Namespace: cluster.ManagerNamespace, Name: cluster.ManagerDeployment}, &dep); err != nil {
 			return err
 		}
 		if dep.Status.ReadyReplicas != 2 {

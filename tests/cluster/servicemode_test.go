@@ -125,6 +125,7 @@ func TestServiceMode_CalledByNameThroughARolloutAndALeaderKill(t *testing.T) {
 	if d.Failed != 0 {
 		t.Fatalf("%d of %d calls failed (last error: %s)", d.Failed, d.OK+d.Failed, d.LastError)
 	}
+	waitManagerReady(t)
 }
 
 func podsOf(t *testing.T, app cluster.App) []corev1.Pod {
