@@ -37,7 +37,7 @@ func TestLostNode_InstancesOutOfTrafficUntilItReturns(t *testing.T) {
 	ctx := context.Background()
 	app := cluster.App{Namespace: "lost", Name: "ledger", Replicas: 2, DrainSeconds: ptr.To[int32](drainSeconds)}
 	deploy(t, app, nil)
-	v := settle(t, app, 3*time.Minute)
+	before := settle(t, app, 3*time.Minute) // its ReadyPods are every pod, sorted
 	pods := podsOf(t, app)
 
 	restore := func() error {
@@ -64,7 +64,7 @@ func TestLostNode_InstancesOutOfTrafficUntilItReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := time.Now()
-	t.Logf("froze the pods %v and stopped the kubelet", v.ReadyPods)
+	t.Logf("froze the pods %v and stopped the kubelet", before.ReadyPods)
 
 	var notReady time.Time
 	harness.Eventually(t, 3*time.Minute, "the node NotReady", func() error {
@@ -118,8 +118,8 @@ func TestLostNode_InstancesOutOfTrafficUntilItReturns(t *testing.T) {
 		if err := v.Settled(int(app.Replicas)); err != nil {
 			return err
 		}
-		if want := podNames(pods); !slices.Equal(v.UP, want) {
-			return fmt.Errorf("UP %v, want the pods that were lost, %v", v.UP, want)
+		if !slices.Equal(v.UP, before.ReadyPods) {
+			return fmt.Errorf("UP %v, want the pods that were lost, %v", v.UP, before.ReadyPods)
 		}
 		return nil
 	})
@@ -128,13 +128,4 @@ func TestLostNode_InstancesOutOfTrafficUntilItReturns(t *testing.T) {
 		return trafficApplied(st, "Serving")
 	})
 	waitManagerReady(t) // the node's NotReady made its pods unready too
-}
-
-func podNames(pods []corev1.Pod) []string {
-	var names []string
-	for _, p := range pods {
-		names = append(names, p.Name)
-	}
-	slices.Sort(names)
-	return names
 }
