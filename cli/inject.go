@@ -22,7 +22,7 @@ import (
 // podTemplatePaths are where each workload kind keeps the pod it creates,
 // by apiVersion and kind; a Pod is its own template.
 var podTemplatePaths = map[string][]string{
-	"v1/Pod":             {},
+	"v1/Pod":              {},
 	"apps/v1/Deployment":  {"spec", "template"},
 	"apps/v1/StatefulSet": {"spec", "template"},
 	"apps/v1/DaemonSet":   {"spec", "template"},

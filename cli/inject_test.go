@@ -146,9 +146,13 @@ func TestInject_PodEqualsWhatTheWebhookHandlerAdmits(t *testing.T) {
 	h := webhook.NewHandler(webhook.Options{Reader: c, Defaults: app.WebhookDefaults(cfg, cfg.ClusterID), ExcludedNamespaces: cfg.ExcludedNamespaces})
 
 	for name, pod := range map[string]*corev1.Pod{
-		"spring boot":     webhooktest.SpringBootPod("shop", "orders-1"),
-		"generateName":    webhooktest.SpringBootPod("shop", ""),
-		"job pod skipped": func() *corev1.Pod { p := webhooktest.SpringBootPod("shop", "orders-2"); p.Spec.RestartPolicy = corev1.RestartPolicyNever; return p }(),
+		"spring boot":  webhooktest.SpringBootPod("shop", "orders-1"),
+		"generateName": webhooktest.SpringBootPod("shop", ""),
+		"job pod skipped": func() *corev1.Pod {
+			p := webhooktest.SpringBootPod("shop", "orders-2")
+			p.Spec.RestartPolicy = corev1.RestartPolicyNever
+			return p
+		}(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
