@@ -20,6 +20,9 @@ const (
 	CertFile = "tls.crt"
 	KeyFile  = "tls.key"
 	CAFile   = "ca.crt"
+	// CAKeyFile holds the CA's private key where the manager manages its
+	// own certificates (a key cert-manager does not write).
+	CAKeyFile = "ca.key"
 )
 
 // Default validities. Local certificates are short-lived on purpose: a
@@ -89,6 +92,15 @@ func (ca *CA) Issue(o ServingOptions) (*Serving, error) {
 	}
 	if o.Validity <= 0 {
 		o.Validity = DefaultServingValidity
+	}
+	// A certificate never outlives its CA: the one it would present after
+	// the CA expired would not verify anyway, and renewing it in time
+	// (RenewAt) would then be out of step with the CA's rotation.
+	if untilCAExpiry := time.Until(ca.Cert.NotAfter); untilCAExpiry < o.Validity {
+		o.Validity = untilCAExpiry
+	}
+	if o.Validity <= 0 {
+		return nil, fmt.Errorf("serving certificate: CA %q expired at %s", ca.Cert.Subject.CommonName, ca.Cert.NotAfter.UTC().Format(time.RFC3339))
 	}
 	key, err := pki.GenerateECPrivateKey(pki.ECCurve256)
 	if err != nil {

@@ -6,10 +6,12 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 
 	"github.com/eurekube/eurekube/eureka"
@@ -34,8 +36,24 @@ type Config struct {
 	// manager's own namespace is always added.
 	ExcludedNamespaces []string
 
-	// CertDir holds tls.crt and tls.key of the webhook server.
+	// CertificateMode says where the webhook's certificates come from:
+	// CertificateModeCertManager or CertificateModeSelfManaged.
+	CertificateMode string
+	// CertDir holds tls.crt and tls.key of the webhook server
+	// (cert-manager mode).
 	CertDir string
+	// WebhookConfiguration is the MutatingWebhookConfiguration whose
+	// caBundle the leader keeps current (self-managed mode).
+	WebhookConfiguration string
+	// WebhookService is the webhook's Service: the serving certificate is
+	// issued for its DNS names (self-managed mode).
+	WebhookService string
+	// CertificateSecret is the Secret in Namespace holding the CA and the
+	// serving key pair (self-managed mode).
+	CertificateSecret string
+	// CertificateLifetimes shorten the self-managed certificates' validity
+	// in tests; there is no flag for them. Zero values are the defaults.
+	CertificateLifetimes CertificateLifetimes
 	// WebhookHost is the address the webhook server listens on ("" = all).
 	WebhookHost string
 	// WebhookPort is the webhook server's port.
@@ -81,6 +99,13 @@ const (
 	DefaultEurekaTimeout = eureka.DefaultTimeout
 	// LeaderElectionID names the leader election Lease.
 	LeaderElectionID = "eurekube-manager"
+
+	// Certificate modes (--certificate-mode).
+	CertificateModeCertManager  = "cert-manager"
+	CertificateModeSelfManaged  = "self-managed"
+	DefaultWebhookConfiguration = "eurekube"
+	DefaultWebhookService       = "eurekube-webhook"
+	DefaultCertificateSecret    = "eurekube-webhook-tls"
 )
 
 // ParseFlags reads the manager's command line (without the program name)
@@ -98,7 +123,11 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.BoolVar(&cfg.ExecSleepFallback, "exec-sleep-fallback", false, "drain through Eurekube's drain helper (an exec preStop, no shell or sleep binary needed) instead of the kubelet's sleep action, for kubelets before 1.30 without it")
 	fs.StringSliceVar(&cfg.ExcludedNamespaces, "excluded-namespace", []string{"kube-system"}, "namespace never mutated, whatever its labels (repeatable; the manager's own namespace is always excluded)")
 
-	fs.StringVar(&cfg.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with the webhook server's tls.crt and tls.key, reloaded when they change")
+	fs.StringVar(&cfg.CertificateMode, "certificate-mode", CertificateModeCertManager, "where the webhook's certificates come from: "+CertificateModeCertManager+" (files in --cert-dir, from cert-manager's Secret) or "+CertificateModeSelfManaged+" (the leader issues and rotates them in --certificate-secret and keeps the caBundle of --webhook-configuration current)")
+	fs.StringVar(&cfg.CertDir, "cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory with the webhook server's tls.crt and tls.key, reloaded when they change ("+CertificateModeCertManager+" mode)")
+	fs.StringVar(&cfg.WebhookConfiguration, "webhook-configuration", DefaultWebhookConfiguration, "MutatingWebhookConfiguration whose caBundle the leader keeps current ("+CertificateModeSelfManaged+" mode)")
+	fs.StringVar(&cfg.WebhookService, "webhook-service", DefaultWebhookService, "the webhook's Service in $POD_NAMESPACE: the serving certificate is issued for <service>.<namespace>.svc and <service>.<namespace>.svc.cluster.local ("+CertificateModeSelfManaged+" mode)")
+	fs.StringVar(&cfg.CertificateSecret, "certificate-secret", DefaultCertificateSecret, "Secret in $POD_NAMESPACE holding the CA and the serving certificate (tls.crt, tls.key, ca.crt, ca.key) ("+CertificateModeSelfManaged+" mode)")
 	fs.StringVar(&cfg.WebhookHost, "webhook-host", "", "address the webhook server listens on (default: all)")
 	fs.IntVar(&cfg.WebhookPort, "webhook-port", DefaultWebhookPort, "port of the webhook server")
 	fs.BoolVar(&cfg.EnableHTTP2, "enable-http2", false, "serve the webhook and metrics over HTTP/2 too")
@@ -135,9 +164,7 @@ func (c Config) Validate() error {
 	if c.DefaultDrainSeconds < 0 || c.DefaultDrainSeconds > 3600 {
 		errs = append(errs, fmt.Errorf("--default-drain %d: want 0 to 3600 seconds", c.DefaultDrainSeconds))
 	}
-	if c.CertDir == "" {
-		errs = append(errs, errors.New("--cert-dir is required"))
-	}
+	errs = append(errs, c.validateCertificates()...)
 	if c.WebhookPort < 1 || c.WebhookPort > 65535 {
 		errs = append(errs, fmt.Errorf("--webhook-port %d: want 1 to 65535", c.WebhookPort))
 	}
@@ -154,6 +181,36 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("--leader-elect needs the manager's namespace in POD_NAMESPACE (the downward API sets it in manifests/manager)"))
 	}
 	return errors.Join(errs...)
+}
+
+func (c Config) validateCertificates() []error {
+	var errs []error
+	switch c.CertificateMode {
+	case CertificateModeCertManager, "": // "": a Config built without ParseFlags
+		if c.CertDir == "" {
+			errs = append(errs, errors.New("--cert-dir is required"))
+		}
+	case CertificateModeSelfManaged:
+		if c.Namespace == "" {
+			errs = append(errs, errors.New("--certificate-mode="+CertificateModeSelfManaged+" needs the manager's namespace in POD_NAMESPACE (the downward API sets it in manifests/manager)"))
+		}
+		names := []struct {
+			flag, value string
+			check       func(string) []string
+		}{
+			{"--webhook-configuration", c.WebhookConfiguration, validation.IsDNS1123Subdomain},
+			{"--webhook-service", c.WebhookService, validation.IsDNS1035Label},
+			{"--certificate-secret", c.CertificateSecret, validation.IsDNS1123Subdomain},
+		}
+		for _, n := range names {
+			if msgs := n.check(n.value); len(msgs) > 0 {
+				errs = append(errs, fmt.Errorf("%s %q: want the name of an object: %s", n.flag, n.value, strings.Join(msgs, "; ")))
+			}
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--certificate-mode %q: want %s or %s", c.CertificateMode, CertificateModeCertManager, CertificateModeSelfManaged))
+	}
+	return errs
 }
 
 func validateEurekaURL(raw string) error {

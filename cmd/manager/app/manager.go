@@ -74,9 +74,16 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	log = log.WithField("cluster", clusterID)
 
-	mgr, err := ctrl.NewManager(restCfg, managerOptions(cfg, scheme, logger))
+	certificates, err := newWebhookCertificates(cfg, restCfg, log)
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restCfg, managerOptions(cfg, scheme, logger, certificates.getCertificate))
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
+	}
+	if err := setupCertificates(mgr, certificates); err != nil {
+		return err
 	}
 	if err := setupWebhook(ctx, mgr, cfg, clusterID, log); err != nil {
 		return err
@@ -88,11 +95,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	log.WithFields(logrus.Fields{
-		"webhookPort":  cfg.WebhookPort,
-		"certDir":      cfg.CertDir,
-		"leaderElect":  cfg.LeaderElect,
-		"eurekaURLs":   cfg.EurekaURLs,
-		"defaultDrain": cfg.DefaultDrainSeconds,
+		"webhookPort":     cfg.WebhookPort,
+		"certificateMode": cfg.CertificateMode,
+		"certDir":         cfg.CertDir,
+		"leaderElect":     cfg.LeaderElect,
+		"eurekaURLs":      cfg.EurekaURLs,
+		"defaultDrain":    cfg.DefaultDrainSeconds,
 	}).Info("starting manager")
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("manager: %w", err)
@@ -100,11 +108,14 @@ func Run(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-func managerOptions(cfg Config, scheme *runtime.Scheme, logger logr.Logger) ctrl.Options {
+func managerOptions(cfg Config, scheme *runtime.Scheme, logger logr.Logger, getCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)) ctrl.Options {
 	var tlsOpts []func(*tls.Config)
 	if !cfg.EnableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
+	// The metrics server keeps its own (self-signed) certificate; the
+	// webhook server serves the one of the certificate mode.
+	webhookTLSOpts := append(slices.Clone(tlsOpts), func(c *tls.Config) { c.GetCertificate = getCertificate })
 	metrics := metricsserver.Options{
 		BindAddress:   cfg.MetricsBindAddress,
 		SecureServing: cfg.MetricsSecure,
@@ -131,13 +142,26 @@ func managerOptions(cfg Config, scheme *runtime.Scheme, logger logr.Logger) ctrl
 			Host:    cfg.WebhookHost,
 			Port:    cfg.WebhookPort,
 			CertDir: cfg.CertDir,
-			TLSOpts: tlsOpts,
+			TLSOpts: webhookTLSOpts,
 		}),
 		LeaderElection:                cfg.LeaderElect,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       cfg.Namespace,
 		LeaderElectionReleaseOnCancel: true,
 	}
+}
+
+// setupCertificates runs what keeps the webhook's key pair current.
+func setupCertificates(mgr manager.Manager, c *webhookCertificates) error {
+	if err := mgr.Add(c.everyReplica); err != nil {
+		return fmt.Errorf("webhook certificates: %w", err)
+	}
+	if c.leader != nil {
+		if err := mgr.Add(c.leader(mgr)); err != nil {
+			return fmt.Errorf("webhook certificates: %w", err)
+		}
+	}
+	return nil
 }
 
 // setupWebhook registers the pod injection handler. The informers it reads

@@ -1,0 +1,270 @@
+package selfmanaged
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/eurekube/eurekube/certs"
+)
+
+// caCommonName names every CA the manager issues.
+const caCommonName = "eurekube-webhook-ca"
+
+// Default validities and trust delay. The serving certificate renews
+// after 20 days, the CA after about 8 months; a new CA is in the caBundle
+// for a minute before a certificate it signed is served.
+const (
+	DefaultCAValidity      = certs.DefaultCAValidity
+	DefaultServingValidity = certs.DefaultServingValidity
+	DefaultTrustDelay      = time.Minute
+)
+
+// IssuerOptions configure NewIssuer.
+type IssuerOptions struct {
+	Clientset kubernetes.Interface
+	// Served tells the issuer when the Secret changes.
+	Served *Served
+	// Namespace and SecretName locate the certificate Secret.
+	Namespace, SecretName string
+	// WebhookConfiguration names the MutatingWebhookConfiguration whose
+	// caBundle is kept current.
+	WebhookConfiguration string
+	// DNSNames the serving certificate is valid for.
+	DNSNames []string
+	// CAValidity, ServingValidity and TrustDelay default to the Default*
+	// constants when zero.
+	CAValidity, ServingValidity, TrustDelay time.Duration
+	// Recorder, when set, records an Event on the Secret for every change.
+	Recorder events.EventRecorder
+	Logger   *logrus.Entry
+}
+
+// Issuer keeps the certificate Secret and the caBundle current. It runs
+// on the elected leader only.
+type Issuer struct {
+	o      IssuerOptions
+	policy policy
+	// webhooks lists the webhook configuration (that one object).
+	webhooks toolscache.Store
+	// patchedFrom and patched are the last caBundle patch: the object it
+	// was applied to (its resourceVersion) and the result, which stands in
+	// for the watched copy until the watch delivers it.
+	patchedFrom string
+	patched     *admissionregistrationv1.MutatingWebhookConfiguration
+}
+
+// NewIssuer returns an Issuer for the manager to run.
+func NewIssuer(o IssuerOptions) *Issuer {
+	p := policy{DNSNames: o.DNSNames, CAValidity: o.CAValidity, ServingValidity: o.ServingValidity, TrustDelay: o.TrustDelay}
+	if p.CAValidity <= 0 {
+		p.CAValidity = DefaultCAValidity
+	}
+	if p.ServingValidity <= 0 {
+		p.ServingValidity = DefaultServingValidity
+	}
+	if p.TrustDelay <= 0 {
+		p.TrustDelay = DefaultTrustDelay
+	}
+	return &Issuer{o: o, policy: p}
+}
+
+// NeedLeaderElection is true: one writer at a time.
+func (i *Issuer) NeedLeaderElection() bool { return true }
+
+// Start syncs on every change of the Secret or of the webhook
+// configuration, and when a certificate is due, until ctx ends.
+func (i *Issuer) Start(ctx context.Context) error {
+	changed := i.o.Served.subscribe()
+	webhookChanged := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case webhookChanged <- struct{}{}:
+		default:
+		}
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(i.o.Clientset, 0, informers.WithTweakListOptions(oneName(i.o.WebhookConfiguration)))
+	inf := factory.Admissionregistration().V1().MutatingWebhookConfigurations().Informer()
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: poke, UpdateFunc: func(_, obj any) { poke(obj) }, DeleteFunc: poke,
+	}); err != nil {
+		return fmt.Errorf("watch MutatingWebhookConfiguration %s: %w", i.o.WebhookConfiguration, err)
+	}
+	i.webhooks = inf.GetStore()
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil
+	}
+	i.o.Logger.WithFields(logrus.Fields{"secret": i.o.SecretName, "webhookConfiguration": i.o.WebhookConfiguration}).Info("managing the webhook's certificates")
+
+	const minRetry, maxRetry = time.Second, time.Minute
+	retry := minRetry
+	for {
+		wait := retry
+		recheck, err := i.sync(ctx)
+		if apierrors.IsConflict(err) {
+			// Another writer (a previous leader, a helm upgrade) came
+			// between the read and the write: read again.
+			i.o.Logger.WithError(err).Info("webhook certificates: conflicting write, syncing again")
+			wait = 0
+		} else if err != nil {
+			i.o.Logger.WithError(err).WithField("retryIn", retry.String()).Error("webhook certificates")
+			retry = min(2*retry, maxRetry)
+		} else {
+			retry = minRetry
+			wait = time.Until(recheck)
+		}
+		timer := time.NewTimer(max(wait, 0))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-changed:
+		case <-webhookChanged:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// sync brings the Secret, then the caBundle, up to date, and says when to
+// look again.
+func (i *Issuer) sync(ctx context.Context) (time.Time, error) {
+	secrets := i.o.Clientset.CoreV1().Secrets(i.o.Namespace)
+	secret, err := secrets.Get(ctx, i.o.SecretName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		secret = nil
+	case err != nil:
+		return time.Time{}, fmt.Errorf("read Secret %s/%s: %w", i.o.Namespace, i.o.SecretName, err)
+	}
+	var cur material
+	if secret != nil {
+		cur = parseSecret(secret.Data)
+		for _, p := range cur.problems {
+			i.o.Logger.WithField("secret", i.o.SecretName).Warn("certificate Secret: " + p + ": replacing it")
+		}
+	}
+	mwc := i.webhookConfiguration()
+	trusted := mwc == nil || (cur.ca != nil && everyBundleHolds(mwc, cur.ca))
+	res, err := plan(cur, time.Now(), i.policy, trusted)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if len(res.changes) > 0 {
+		if secret, err = i.store(ctx, secret, res.next); err != nil {
+			return time.Time{}, err
+		}
+		i.report(secret, res.changes)
+	}
+	if err := i.patchCABundle(ctx, mwc, certs.EncodeBundle(res.next.bundle...)); err != nil {
+		return time.Time{}, err
+	}
+	return res.recheck, nil
+}
+
+// store writes m into the Secret: created when there is none, else
+// updated at the resourceVersion it was read at, so that a leader acting
+// on a stale read (its predecessor wrote since) fails and re-reads.
+func (i *Issuer) store(ctx context.Context, secret *corev1.Secret, m material) (*corev1.Secret, error) {
+	data, err := m.secretData()
+	if err != nil {
+		return nil, err
+	}
+	secrets := i.o.Clientset.CoreV1().Secrets(i.o.Namespace)
+	if secret == nil {
+		secret = &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: i.o.SecretName, Namespace: i.o.Namespace, Labels: map[string]string{"app.kubernetes.io/name": "eurekube"}},
+			Type:       corev1.SecretTypeTLS,
+			Data:       data,
+		}
+		created, err := secrets.Create(ctx, secret, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("create Secret %s/%s: %w", i.o.Namespace, i.o.SecretName, err)
+		}
+		return created, nil
+	}
+	secret = secret.DeepCopy()
+	secret.Data = data
+	updated, err := secrets.Update(ctx, secret, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("update Secret %s/%s at resourceVersion %s: %w", i.o.Namespace, i.o.SecretName, secret.ResourceVersion, err)
+	}
+	return updated, nil
+}
+
+func (i *Issuer) report(secret *corev1.Secret, changes []change) {
+	for _, c := range changes {
+		i.o.Logger.WithFields(logrus.Fields{"secret": i.o.SecretName, "reason": c.Reason}).Info(c.Message)
+		if i.o.Recorder != nil {
+			i.o.Recorder.Eventf(secret, nil, corev1.EventTypeNormal, c.Reason, "Certificates", "%s", c.Message)
+		}
+	}
+}
+
+func (i *Issuer) webhookConfiguration() *admissionregistrationv1.MutatingWebhookConfiguration {
+	obj, ok, err := i.webhooks.GetByKey(i.o.WebhookConfiguration)
+	if err != nil || !ok {
+		return nil
+	}
+	mwc, _ := obj.(*admissionregistrationv1.MutatingWebhookConfiguration)
+	if i.patched != nil && mwc != nil && mwc.ResourceVersion == i.patchedFrom {
+		return i.patched
+	}
+	return mwc
+}
+
+func everyBundleHolds(mwc *admissionregistrationv1.MutatingWebhookConfiguration, ca *certs.CA) bool {
+	for _, w := range mwc.Webhooks {
+		if !certs.BundleHolds(w.ClientConfig.CABundle, ca.Cert) {
+			return false
+		}
+	}
+	return true
+}
+
+// patchCABundle sets every webhook's caBundle to bundle where it differs,
+// with a JSON patch that first tests the resourceVersion it was read at.
+func (i *Issuer) patchCABundle(ctx context.Context, mwc *admissionregistrationv1.MutatingWebhookConfiguration, bundle []byte) error {
+	if mwc == nil {
+		return nil
+	}
+	ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": mwc.ResourceVersion}}
+	for n, w := range mwc.Webhooks {
+		if string(w.ClientConfig.CABundle) != string(bundle) {
+			ops = append(ops, map[string]any{"op": "add", "path": fmt.Sprintf("/webhooks/%d/clientConfig/caBundle", n), "value": bundle})
+		}
+	}
+	if len(ops) == 1 {
+		return nil
+	}
+	body, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("caBundle patch: %w", err)
+	}
+	patched, err := i.o.Clientset.AdmissionregistrationV1().MutatingWebhookConfigurations().Patch(ctx, mwc.Name, types.JSONPatchType, body, metav1.PatchOptions{})
+	if err != nil {
+		if apierrors.IsInvalid(err) {
+			// The test of the resourceVersion failed: the object changed
+			// since it was read, and its watch event is on its way.
+			return apierrors.NewConflict(admissionregistrationv1.Resource("mutatingwebhookconfigurations"), mwc.Name, err)
+		}
+		return fmt.Errorf("patch the caBundle of MutatingWebhookConfiguration %s: %w", mwc.Name, err)
+	}
+	i.patchedFrom, i.patched = mwc.ResourceVersion, patched
+	i.o.Logger.WithFields(logrus.Fields{"webhookConfiguration": mwc.Name, "webhooks": len(ops) - 1}).Info("patched the caBundle to the certificate Secret's ca.crt")
+	return nil
+}
