@@ -87,9 +87,10 @@ func plan(cur material, now time.Time, p policy, caTrusted bool) (planResult, er
 		// A certificate of the new CA waits until clients trust it, unless
 		// there is no usable certificate to protect.
 		usable := next.serving != nil && now.Before(next.serving.Cert.NotAfter)
-		newCA := len(changes) > 0 || !next.servingSignedByCA()
-		if newCA && usable && (!caTrusted || now.Before(trustedAt)) {
-			if caTrusted {
+		// caTrusted speaks of the CA read, not of one made just now.
+		trusted := caTrusted && len(changes) == 0 && !now.Before(trustedAt)
+		if !next.servingSignedByCA() && usable && !trusted {
+			if caTrusted && len(changes) == 0 {
 				recheck = earliest(recheck, trustedAt)
 			}
 		} else {
