@@ -26,7 +26,7 @@ func migrating() v1alpha1.EurekaSyncer {
 		OutOfServiceInstances: 3, ElsewhereInstances: 2, ElsewhereUpInstances: 2, Elsewhere: "2/2",
 		TrafficTo: v1alpha1.TrafficToElsewhere, OutdatedRegistrarPods: 1,
 		LastSyncTime: &metav1.Time{Time: testNow.Add(-20 * time.Second)},
-		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionTrue, Reason: "InSync"}},
+		Conditions:   []metav1.Condition{{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionTrue, Reason: "InSync"}},
 	}
 	return s
 }

@@ -1,0 +1,465 @@
+package cli
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/cmd/manager/app"
+)
+
+// Verdict is a check's outcome.
+type Verdict string
+
+// Verdicts.
+const (
+	Pass Verdict = "PASS"
+	Warn Verdict = "WARN"
+	Fail Verdict = "FAIL"
+)
+
+// Finding is one line of eurekube check.
+type Finding struct {
+	Verdict Verdict
+	// Check names the check: crd, webhook-config, …
+	Check string
+	// Detail says what was found, naming the objects.
+	Detail string
+	// Fix says what to do (FAIL only).
+	Fix string
+}
+
+// Names of the checks, in the order they run.
+const (
+	checkCRD            = "crd"
+	checkManager        = "manager"
+	checkWebhookConfig  = "webhook-config"
+	checkWebhookCert    = "webhook-cert"
+	checkWebhookAnswers = "webhook-answers"
+	checkEureka         = "eureka"
+	checkCredentials    = "credentials-rbac"
+	checkInjected       = "pods-injected"
+	checkRegistrar      = "registrar-current"
+)
+
+// CRDName is the name of the EurekaSyncer CRD.
+var CRDName = "eurekasyncers." + v1alpha1.GroupVersion.Group
+
+// credentialsClusterRole is the ClusterRole a namespace binds to let the
+// manager read its Eureka credentials (manifests/rbac/role.yaml).
+const credentialsClusterRole = "eurekube-eureka-credentials"
+
+// maxNamed bounds the pods a finding names.
+const maxNamed = 5
+
+// evaluateCRD: the CRD exists and is established. crd is nil when absent.
+func evaluateCRD(crd *apiextensionsv1.CustomResourceDefinition) Finding {
+	f := Finding{Check: checkCRD}
+	if crd == nil {
+		f.Verdict, f.Detail = Fail, "CustomResourceDefinition "+CRDName+" not found"
+		f.Fix = "install Eurekube's CRD: kubectl apply -k manifests/crd (or install the Helm chart)"
+		return f
+	}
+	var established bool
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			established = true
+		}
+	}
+	var versions []string
+	for _, v := range crd.Spec.Versions {
+		if v.Served {
+			versions = append(versions, v.Name)
+		}
+	}
+	if !established {
+		f.Verdict, f.Detail = Fail, fmt.Sprintf("CustomResourceDefinition %s is not established yet", CRDName)
+		f.Fix = "kubectl describe crd " + CRDName + " (its conditions say why; a name conflict or a bad schema)"
+		return f
+	}
+	f.Verdict, f.Detail = Pass, fmt.Sprintf("%s established, serving %s", CRDName, strings.Join(versions, ", "))
+	return f
+}
+
+// evaluateManager: the manager's Deployment exists and has a ready replica.
+func evaluateManager(m *managerDeployment, namespace, name string) Finding {
+	f := Finding{Check: checkManager}
+	if m == nil {
+		f.Verdict, f.Detail = Fail, fmt.Sprintf("Deployment %s/%s not found", namespace, name)
+		f.Fix = "install the manager (kubectl apply -k manifests/default, or the Helm chart); --manager-namespace and --manager-deployment name another"
+		return f
+	}
+	d := m.deployment
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	detail := fmt.Sprintf("Deployment %s/%s: %d/%d replicas ready, registrar %s", namespace, name, d.Status.ReadyReplicas, want, orDash(m.cfg.RegistrarImage))
+	if len(m.ignored) > 0 {
+		detail += fmt.Sprintf(" (flags unknown to this eurekube, ignored: %s)", strings.Join(m.ignored, ", "))
+	}
+	if d.Status.ReadyReplicas == 0 {
+		f.Verdict, f.Detail = Fail, detail
+		f.Fix = fmt.Sprintf("kubectl -n %s describe deployment %s; kubectl -n %s logs deployment/%s", namespace, name, namespace, name)
+		return f
+	}
+	f.Verdict, f.Detail = Pass, detail
+	return f
+}
+
+// webhookTarget is the Service a webhook configuration calls, with its
+// ready endpoints, or its URL.
+type webhookTarget struct {
+	service *corev1.Service
+	slices  []discoveryv1.EndpointSlice
+}
+
+// evaluateWebhookConfig: the configuration exists, every webhook of it has
+// a caBundle, and its Service exists with ready endpoints.
+func evaluateWebhookConfig(name string, mwc *admissionregistrationv1.MutatingWebhookConfiguration, target webhookTarget, certMode string) Finding {
+	f := Finding{Check: checkWebhookConfig, Verdict: Fail}
+	if mwc == nil {
+		f.Detail = "MutatingWebhookConfiguration " + name + " not found: no pod is injected"
+		f.Fix = "install it (kubectl apply -k manifests/default, or the Helm chart); --webhook-configuration names another"
+		return f
+	}
+	if len(mwc.Webhooks) == 0 {
+		f.Detail = "MutatingWebhookConfiguration " + name + " has no webhook"
+		f.Fix = "apply manifests/webhook/mutating_webhook.yaml again"
+		return f
+	}
+	for _, w := range mwc.Webhooks {
+		if len(w.ClientConfig.CABundle) == 0 {
+			f.Detail = fmt.Sprintf("MutatingWebhookConfiguration %s: webhook %s has no caBundle: the API server cannot trust the manager", name, w.Name)
+			if certMode == app.CertificateModeSelfManaged {
+				f.Fix = "the manager's leader writes it in self-managed mode: read its logs (kubectl -n <manager namespace> logs deployment/eurekube-manager)"
+			} else {
+				f.Fix = "cert-manager's CA injector writes it (annotation cert-manager.io/inject-ca-from): check that cert-manager runs (kubectl -n cert-manager get pods) and the Certificate is Ready"
+			}
+			return f
+		}
+	}
+	svcRef := mwc.Webhooks[0].ClientConfig.Service
+	if svcRef == nil {
+		f.Verdict = Pass
+		f.Detail = fmt.Sprintf("MutatingWebhookConfiguration %s: caBundle set; calls %s directly (no Service to check)", name, strDeref(mwc.Webhooks[0].ClientConfig.URL))
+		return f
+	}
+	svc := svcRef.Namespace + "/" + svcRef.Name
+	if target.service == nil {
+		f.Detail = fmt.Sprintf("MutatingWebhookConfiguration %s: caBundle set, but its Service %s is not found", name, svc)
+		f.Fix = "install it (manifests/webhook/service.yaml, or the Helm chart)"
+		return f
+	}
+	ready := readyEndpoints(target.slices)
+	if ready == 0 {
+		f.Detail = fmt.Sprintf("MutatingWebhookConfiguration %s: caBundle set, but Service %s has no ready endpoint: no manager replica is ready to answer", name, svc)
+		f.Fix = fmt.Sprintf("kubectl -n %s get pods,endpointslices -l app.kubernetes.io/name=eurekube; read the manager's logs", svcRef.Namespace)
+		return f
+	}
+	f.Verdict = Pass
+	f.Detail = fmt.Sprintf("MutatingWebhookConfiguration %s: caBundle set, Service %s has %d ready endpoint(s)", name, svc, ready)
+	return f
+}
+
+func readyEndpoints(slices []discoveryv1.EndpointSlice) int {
+	n := 0
+	for _, s := range slices {
+		for _, ep := range s.Endpoints {
+			if ep.Conditions.Ready == nil || *ep.Conditions.Ready {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// webhookHost is the name the API server verifies the webhook's
+// certificate for: <service>.<namespace>.svc, or the URL's host.
+func webhookHost(mwc *admissionregistrationv1.MutatingWebhookConfiguration) string {
+	if mwc == nil || len(mwc.Webhooks) == 0 {
+		return ""
+	}
+	cc := mwc.Webhooks[0].ClientConfig
+	if cc.Service != nil {
+		return cc.Service.Name + "." + cc.Service.Namespace + ".svc"
+	}
+	host := strDeref(cc.URL)
+	host = strings.TrimPrefix(host, "https://")
+	host, _, _ = strings.Cut(host, "/")
+	if i := strings.LastIndex(host, ":"); i >= 0 && !strings.HasSuffix(host, "]") {
+		host = host[:i]
+	}
+	return strings.Trim(host, "[]")
+}
+
+// evaluateCertificate: the serving certificate in the Secret chains to the
+// caBundle, covers host and is valid for more than minDays from now.
+func evaluateCertificate(secretName string, secret *corev1.Secret, caBundle []byte, host string, now time.Time, minDays int, certMode string) Finding {
+	f := Finding{Check: checkWebhookCert, Verdict: Fail}
+	renewFix := "cert-manager renews it before it expires: kubectl describe certificate -n <manager namespace> (is cert-manager running? is the Certificate Ready?)"
+	if certMode == app.CertificateModeSelfManaged {
+		renewFix = "the manager's leader renews it in self-managed mode: read its logs; deleting the Secret makes it issue a new one"
+	}
+	if secret == nil {
+		f.Detail, f.Fix = "Secret "+secretName+" not found: the webhook server has no certificate", renewFix
+		return f
+	}
+	chain, err := parseCertificates(secret.Data[corev1.TLSCertKey])
+	if err != nil {
+		f.Detail, f.Fix = fmt.Sprintf("Secret %s: %s: %v", secretName, corev1.TLSCertKey, err), renewFix
+		return f
+	}
+	leaf := chain[0]
+	days := int(leaf.NotAfter.Sub(now).Hours() / 24)
+	switch {
+	case now.After(leaf.NotAfter):
+		f.Detail, f.Fix = fmt.Sprintf("Secret %s: the serving certificate expired on %s", secretName, leaf.NotAfter.UTC().Format(time.DateOnly)), renewFix
+		return f
+	case now.Before(leaf.NotBefore):
+		f.Detail, f.Fix = fmt.Sprintf("Secret %s: the serving certificate is valid only from %s (is this machine's clock right?)", secretName, leaf.NotBefore.UTC().Format(time.RFC3339)), renewFix
+		return f
+	case leaf.NotAfter.Sub(now) < time.Duration(minDays)*24*time.Hour:
+		f.Detail, f.Fix = fmt.Sprintf("Secret %s: the serving certificate expires in %d days (%s), within --cert-days %d", secretName, days, leaf.NotAfter.UTC().Format(time.DateOnly), minDays), renewFix
+		return f
+	}
+	if len(caBundle) == 0 {
+		f.Detail, f.Fix = fmt.Sprintf("Secret %s: valid for %d days, but there is no caBundle to verify it against", secretName, days), "see the webhook-config check"
+		return f
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caBundle) {
+		f.Detail, f.Fix = "the webhook configuration's caBundle holds no PEM certificate", renewFix
+		return f
+	}
+	intermediates := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		intermediates.AddCert(c)
+	}
+	_, err = leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates, DNSName: host, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+	if err != nil {
+		f.Detail = fmt.Sprintf("Secret %s: the serving certificate does not verify for %s against the caBundle: %v", secretName, host, err)
+		f.Fix = "the caBundle and the Secret must come from the same CA: " + renewFix
+		return f
+	}
+	f.Verdict = Pass
+	f.Detail = fmt.Sprintf("Secret %s: valid until %s (%d days), chains to the caBundle, covers %s", secretName, leaf.NotAfter.UTC().Format(time.DateOnly), days, host)
+	return f
+}
+
+func parseCertificates(data []byte) ([]*x509.Certificate, error) {
+	var chain []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, data = pem.Decode(data)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		chain = append(chain, c)
+	}
+	if len(chain) == 0 {
+		return nil, errors.New("no PEM certificate")
+	}
+	return chain, nil
+}
+
+// webhookTrial is the outcome of a dry-run pod create.
+type webhookTrial struct {
+	// namespace and syncer of the trial; empty when none could be tried.
+	namespace, syncer string
+	// injected is true when the returned pod runs the registrar.
+	injected bool
+	err      error
+}
+
+// evaluateWebhookAnswers: the API server called the webhook for a dry-run
+// pod and the pod came back injected.
+func evaluateWebhookAnswers(t webhookTrial) Finding {
+	f := Finding{Check: checkWebhookAnswers}
+	where := fmt.Sprintf("a dry-run pod in namespace %s selected by EurekaSyncer %s", t.namespace, t.syncer)
+	switch {
+	case t.namespace == "":
+		f.Verdict, f.Detail = Warn, "nothing to try: no namespace labelled "+v1alpha1.NamespaceInjectionLabel+"=enabled has a Pod-mode EurekaSyncer"
+	case t.err != nil:
+		f.Verdict, f.Detail = Fail, fmt.Sprintf("%s was refused: %v", where, t.err)
+		f.Fix = "the API server could not call the webhook or the webhook denied the pod: check the manager's pods and logs, the webhook-config and webhook-cert checks, and network policies between the API server and the manager"
+	case !t.injected:
+		f.Verdict, f.Detail = Fail, where+" came back without the "+v1alpha1.RegistrarContainerName+" container"
+		f.Fix = "the webhook did not inject it: check the webhook configuration's namespaceSelector and objectSelector, and the manager's logs (each decision is logged with its reason)"
+	default:
+		f.Verdict, f.Detail = Pass, where+" came back with the "+v1alpha1.RegistrarContainerName+" container"
+	}
+	return f
+}
+
+// evaluateEureka: what the manager found when it last read each syncer's
+// Eureka servers, from the EurekaReachable condition.
+func evaluateEureka(syncers []v1alpha1.EurekaSyncer) []Finding {
+	if len(syncers) == 0 {
+		return []Finding{{Verdict: Pass, Check: checkEureka, Detail: "no EurekaSyncer yet"}}
+	}
+	var out []Finding
+	for i := range syncers {
+		s := &syncers[i]
+		f := Finding{Check: checkEureka}
+		c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionEurekaReachable)
+		name := s.Namespace + "/" + s.Name
+		switch {
+		case c == nil:
+			f.Verdict, f.Detail = Warn, name+": not reconciled yet (no "+v1alpha1.ConditionEurekaReachable+" condition): is the manager running?"
+		case c.Status == metav1.ConditionFalse:
+			f.Verdict, f.Detail = Fail, fmt.Sprintf("%s: %s: %s", name, c.Reason, c.Message)
+			f.Fix = fmt.Sprintf("check spec.eureka of %s (or the manager's --eureka-url), its credentials Secret, and that the manager's pods reach Eureka; the manager reads it again every resync", name)
+		case c.Status == metav1.ConditionTrue:
+			f.Verdict, f.Detail = Pass, fmt.Sprintf("%s: %s", name, cmpOr(c.Message, c.Reason))
+		default:
+			f.Verdict, f.Detail = Warn, fmt.Sprintf("%s: %s %s: %s", name, v1alpha1.ConditionEurekaReachable, c.Status, c.Message)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// credentialsAccess is whether the manager may get a syncer's credentials
+// Secret (a SubjectAccessReview).
+type credentialsAccess struct {
+	syncer  *v1alpha1.EurekaSyncer
+	allowed bool
+	reason  string
+	err     error
+}
+
+// evaluateCredentials: the manager's ServiceAccount can get each
+// credentials Secret.
+func evaluateCredentials(access []credentialsAccess, saNamespace, saName string) []Finding {
+	if len(access) == 0 {
+		return []Finding{{Verdict: Pass, Check: checkCredentials, Detail: "no EurekaSyncer names a credentials Secret"}}
+	}
+	var out []Finding
+	for _, a := range access {
+		ns, secret := a.syncer.Namespace, a.syncer.Spec.Eureka.CredentialsSecretRef.Name
+		f := Finding{Check: checkCredentials}
+		who := fmt.Sprintf("ServiceAccount %s/%s", saNamespace, saName)
+		switch {
+		case a.err != nil:
+			f.Verdict, f.Detail = Warn, fmt.Sprintf("%s/%s: could not ask whether %s can get Secret %s: %v", ns, a.syncer.Name, who, secret, a.err)
+		case a.allowed:
+			f.Verdict, f.Detail = Pass, fmt.Sprintf("%s/%s: %s can get Secret %s/%s", ns, a.syncer.Name, who, ns, secret)
+		default:
+			f.Verdict, f.Detail = Fail, fmt.Sprintf("%s/%s: %s cannot get Secret %s/%s, so the manager cannot check its instances", ns, a.syncer.Name, who, ns, secret)
+			f.Fix = fmt.Sprintf("kubectl -n %s create rolebinding %s --clusterrole=%s --serviceaccount=%s:%s", ns, credentialsClusterRole, credentialsClusterRole, saNamespace, saName)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// evaluateInjected: every selected pod runs the registrar, by the
+// syncers' status (selectedPods, injectedPods) and by the pods themselves.
+// uninjected are the selected pods without the registrar, by name.
+func evaluateInjected(syncers []v1alpha1.EurekaSyncer, uninjected []string) Finding {
+	f := Finding{Check: checkInjected}
+	var short []string
+	for _, s := range syncers {
+		if missing := s.Status.SelectedPods - s.Status.InjectedPods; s.EffectiveMode() == v1alpha1.ModePod && missing > 0 {
+			short = append(short, fmt.Sprintf("%s/%s %d of %d injected", s.Namespace, s.Name, s.Status.InjectedPods, s.Status.SelectedPods))
+		}
+	}
+	if len(short) == 0 && len(uninjected) == 0 {
+		f.Verdict, f.Detail = Pass, fmt.Sprintf("every selected pod of %d EurekaSyncer(s) runs the registrar", len(syncers))
+		return f
+	}
+	f.Verdict = Fail
+	f.Detail = fmt.Sprintf("%d selected pod(s) run without the registrar", len(uninjected))
+	if len(uninjected) > 0 {
+		f.Detail += ": " + named(uninjected)
+	}
+	if len(short) > 0 {
+		f.Detail += " (status: " + strings.Join(short, ", ") + ")"
+	}
+	f.Fix = "restart them so the webhook injects them (kubectl rollout restart deployment/<name>): they were created before their namespace was labelled, while the webhook was down, or opted out with eurekube.io/inject=false"
+	return f
+}
+
+// evaluateRegistrar: pods run the registrar the webhook injects now, by
+// the syncers' status (outdatedRegistrarPods, RegistrarCurrent) and by
+// the pods. outdated names the pods on another image.
+func evaluateRegistrar(syncers []v1alpha1.EurekaSyncer, outdated []string, current string) Finding {
+	f := Finding{Check: checkRegistrar}
+	var stale []string
+	for _, s := range syncers {
+		c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionRegistrarCurrent)
+		if s.Status.OutdatedRegistrarPods > 0 || c != nil && c.Status == metav1.ConditionFalse {
+			stale = append(stale, fmt.Sprintf("%s/%s %d outdated", s.Namespace, s.Name, s.Status.OutdatedRegistrarPods))
+		}
+	}
+	if len(stale) == 0 && len(outdated) == 0 {
+		f.Verdict, f.Detail = Pass, "every injected pod runs the registrar the webhook injects now ("+orDash(current)+")"
+		return f
+	}
+	f.Verdict = Warn
+	f.Detail = fmt.Sprintf("%d pod(s) run an older registrar than %s", len(outdated), orDash(current))
+	if len(outdated) > 0 {
+		f.Detail += ": " + named(outdated)
+	}
+	if len(stale) > 0 {
+		f.Detail += " (status: " + strings.Join(stale, ", ") + ")"
+	}
+	f.Detail += "; a rollout of their workloads picks the current one up"
+	return f
+}
+
+// named lists up to maxNamed names, sorted, and how many more.
+func named(names []string) string {
+	names = slices.Sorted(slices.Values(names))
+	if len(names) <= maxNamed {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxNamed], ", "), len(names)-maxNamed)
+}
+
+func strDeref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// failed is true when a finding failed.
+func failed(findings []Finding) bool {
+	return slices.ContainsFunc(findings, func(f Finding) bool { return f.Verdict == Fail })
+}
+
+// printFindings writes one line per finding, the check names aligned, and
+// an indented fix: line under each failure.
+func printFindings(w interface{ Write([]byte) (int, error) }, findings []Finding) {
+	width := 0
+	for _, f := range findings {
+		width = max(width, len(f.Check))
+	}
+	for _, f := range findings {
+		fmt.Fprintf(w, "%s  %-*s  %s\n", f.Verdict, width, f.Check, f.Detail)
+		if f.Verdict == Fail && f.Fix != "" {
+			fmt.Fprintf(w, "      fix: %s\n", f.Fix)
+		}
+	}
+}

@@ -1,0 +1,355 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/cmd/manager/app"
+)
+
+const checkHelp = `
+Check an installation of Eurekube, what a platform team runs first. One
+line per check, PASS, WARN or FAIL, with what was found; under each FAIL
+an indented "fix:" line says what to do. The exit code is 1 when a check
+fails.
+
+The checks: the EurekaSyncer CRD is established; the manager's Deployment
+has a ready replica; the MutatingWebhookConfiguration has a caBundle and
+its Service has ready endpoints; the webhook's serving certificate (the
+Secret of the manager's --certificate-secret) chains to the caBundle,
+covers the Service's name and does not expire within --cert-days; the
+webhook answers (a server-side dry-run create of a pod in an opted-in
+namespace that a syncer selects, which writes nothing); each syncer's
+Eureka servers answered the manager with its credentials; the manager's
+ServiceAccount can read each credentials Secret (a SubjectAccessReview);
+every selected pod runs the registrar; injected pods run the registrar
+the webhook injects now.
+
+Eureka is not called from here: this command runs outside the cluster and
+may not reach it. The manager reads every syncer's Eureka servers at each
+resync and writes what it found into the condition EurekaReachable, which
+is what the eureka check reports.`
+
+type checkFlags struct {
+	kube                 kubeFlags
+	manager              managerFlags
+	webhookConfiguration string
+	certDays             int
+}
+
+func runCheck(ctx context.Context, e *env, args []string) error {
+	var f checkFlags
+	fs := e.flagSet("check", "[flags]", checkHelp)
+	f.kube.add(fs, false)
+	f.manager.add(fs)
+	fs.StringVar(&f.webhookConfiguration, "webhook-configuration", app.DefaultWebhookConfiguration, "name of Eurekube's MutatingWebhookConfiguration")
+	fs.IntVar(&f.certDays, "cert-days", 14, "fail when the webhook's certificate expires within this many days")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if f.certDays < 0 {
+		return usagef("--cert-days %d: want 0 or more", f.certDays)
+	}
+	cl, err := f.kube.connect()
+	if err != nil {
+		return err
+	}
+	findings := gatherFindings(ctx, cl, f, time.Now())
+	printFindings(e.Out, findings)
+	if failed(findings) {
+		return errReported
+	}
+	return nil
+}
+
+// gatherFindings reads what each check needs and evaluates it.
+func gatherFindings(ctx context.Context, c client.Client, f checkFlags, now time.Time) []Finding {
+	var out []Finding
+
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if ok, err := get(ctx, c, client.ObjectKey{Name: CRDName}, crd); err != nil {
+		out = append(out, readFailure(checkCRD, err))
+	} else {
+		out = append(out, evaluateCRD(orNil(ok, crd)))
+	}
+
+	m, err := readManager(ctx, c, f.manager.namespace, f.manager.deployment)
+	switch {
+	case apierrors.IsNotFound(err):
+		out = append(out, evaluateManager(nil, f.manager.namespace, f.manager.deployment))
+	case err != nil:
+		out = append(out, readFailure(checkManager, err))
+	default:
+		out = append(out, evaluateManager(m, f.manager.namespace, f.manager.deployment))
+	}
+	certMode, secretName := app.CertificateModeCertManager, app.DefaultCertificateSecret
+	if m != nil {
+		certMode, secretName = m.cfg.CertificateMode, m.cfg.CertificateSecret
+	}
+
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	ok, err := get(ctx, c, client.ObjectKey{Name: f.webhookConfiguration}, mwc)
+	if err != nil {
+		out = append(out, readFailure(checkWebhookConfig, err))
+	} else {
+		mwc = orNil(ok, mwc)
+		target, err := readWebhookTarget(ctx, c, mwc)
+		if err != nil {
+			out = append(out, readFailure(checkWebhookConfig, err))
+		} else {
+			out = append(out, evaluateWebhookConfig(f.webhookConfiguration, mwc, target, certMode))
+		}
+	}
+
+	secret := &corev1.Secret{}
+	if ok, err := get(ctx, c, client.ObjectKey{Namespace: f.manager.namespace, Name: secretName}, secret); err != nil {
+		out = append(out, readFailure(checkWebhookCert, err))
+	} else {
+		var caBundle []byte
+		if mwc != nil && len(mwc.Webhooks) > 0 {
+			caBundle = mwc.Webhooks[0].ClientConfig.CABundle
+		}
+		host := webhookHost(mwc)
+		if host == "" {
+			host = app.DefaultWebhookService + "." + f.manager.namespace + ".svc"
+		}
+		out = append(out, evaluateCertificate(f.manager.namespace+"/"+secretName, orNil(ok, secret), caBundle, host, now, f.certDays, certMode))
+	}
+
+	var syncers v1alpha1.EurekaSyncerList
+	if err := c.List(ctx, &syncers); err != nil {
+		for _, check := range []string{checkWebhookAnswers, checkEureka, checkCredentials, checkInjected, checkRegistrar} {
+			out = append(out, Finding{Verdict: Warn, Check: check, Detail: fmt.Sprintf("not checked: cannot list EurekaSyncers: %v", err)})
+		}
+		return out
+	}
+
+	excluded := []string{f.manager.namespace}
+	if m != nil {
+		excluded = append(excluded, m.cfg.ExcludedNamespaces...)
+	}
+	out = append(out, evaluateWebhookAnswers(tryWebhook(ctx, c, syncers.Items, excluded)))
+	out = append(out, evaluateEureka(syncers.Items)...)
+
+	if m == nil {
+		out = append(out, Finding{Verdict: Warn, Check: checkCredentials, Detail: "not checked: the manager's Deployment (its ServiceAccount) was not read"})
+	} else {
+		sa := cmpOr(m.deployment.Spec.Template.Spec.ServiceAccountName, "default")
+		out = append(out, evaluateCredentials(reviewCredentials(ctx, c, syncers.Items, f.manager.namespace, sa), f.manager.namespace, sa)...)
+	}
+
+	uninjected, outdated, err := podFindings(ctx, c, syncers.Items, m)
+	if err != nil {
+		out = append(out, readFailure(checkInjected, err))
+		return out
+	}
+	out = append(out, evaluateInjected(syncers.Items, uninjected))
+	current := ""
+	if m != nil {
+		current = m.cfg.RegistrarImage
+	}
+	out = append(out, evaluateRegistrar(syncers.Items, outdated, current))
+	return out
+}
+
+// get reads obj; ok is false when it does not exist.
+func get(ctx context.Context, c client.Reader, key client.ObjectKey, obj client.Object) (ok bool, err error) {
+	err = c.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func orNil[T any](ok bool, v *T) *T {
+	if !ok {
+		return nil
+	}
+	return v
+}
+
+func readFailure(check string, err error) Finding {
+	return Finding{Verdict: Fail, Check: check, Detail: fmt.Sprintf("cannot read: %v", err), Fix: "run as a user who can read Eurekube's objects (a cluster administrator)"}
+}
+
+// readWebhookTarget reads the Service the webhook configuration calls and
+// its EndpointSlices.
+func readWebhookTarget(ctx context.Context, c client.Reader, mwc *admissionregistrationv1.MutatingWebhookConfiguration) (webhookTarget, error) {
+	var t webhookTarget
+	if mwc == nil || len(mwc.Webhooks) == 0 || mwc.Webhooks[0].ClientConfig.Service == nil {
+		return t, nil
+	}
+	ref := mwc.Webhooks[0].ClientConfig.Service
+	svc := &corev1.Service{}
+	ok, err := get(ctx, c, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, svc)
+	if err != nil || !ok {
+		return t, err
+	}
+	t.service = svc
+	var slices discoveryv1.EndpointSliceList
+	if err := c.List(ctx, &slices, client.InNamespace(ref.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: ref.Name}); err != nil {
+		return t, fmt.Errorf("EndpointSlices of Service %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	t.slices = slices.Items
+	return t, nil
+}
+
+// tryWebhook dry-run creates a pod that a Pod-mode syncer of an opted-in
+// namespace selects, and says whether it came back injected. Nothing is
+// written: the API server runs admission, webhooks included, and stores
+// nothing.
+func tryWebhook(ctx context.Context, c client.Client, syncers []v1alpha1.EurekaSyncer, excluded []string) webhookTrial {
+	var namespaces corev1.NamespaceList
+	if err := c.List(ctx, &namespaces, client.MatchingLabels{v1alpha1.NamespaceInjectionLabel: "enabled"}); err != nil {
+		return webhookTrial{namespace: "(any)", syncer: "(any)", err: fmt.Errorf("list the opted-in namespaces: %w", err)}
+	}
+	for _, ns := range namespaces.Items {
+		if slices.Contains(excluded, ns.Name) || ns.DeletionTimestamp != nil {
+			continue
+		}
+		for i := range syncers {
+			s := &syncers[i]
+			if s.Namespace != ns.Name || s.EffectiveMode() != v1alpha1.ModePod || s.DeletionTimestamp != nil {
+				continue
+			}
+			pod := trialPod(s)
+			if ok, err := s.Selects(pod.Labels); err != nil || !ok {
+				continue // a selector no simple labels satisfy
+			}
+			t := webhookTrial{namespace: ns.Name, syncer: s.Name}
+			if t.err = c.Create(ctx, pod, client.DryRunAll); t.err == nil {
+				t.injected = v1alpha1.RunsRegistrar(pod)
+			}
+			return t
+		}
+	}
+	return webhookTrial{}
+}
+
+// trialPod is a minimal pod the syncer selects, declaring its port, that
+// passes Pod Security "restricted". Its image is never pulled.
+func trialPod(s *v1alpha1.EurekaSyncer) *corev1.Pod {
+	labels := map[string]string{}
+	for k, v := range s.Spec.Selector.MatchLabels {
+		labels[k] = v
+	}
+	for _, r := range s.Spec.Selector.MatchExpressions {
+		switch r.Operator {
+		case metav1.LabelSelectorOpIn:
+			if len(r.Values) > 0 {
+				labels[r.Key] = r.Values[0]
+			}
+		case metav1.LabelSelectorOpExists:
+			labels[r.Key] = "eurekube-check"
+		}
+	}
+	port := corev1.ContainerPort{Name: "http", ContainerPort: 8080}
+	if s.Spec.Port.Type == intstr.Int {
+		port = corev1.ContainerPort{ContainerPort: s.Spec.Port.IntVal}
+	} else if s.Spec.Port.StrVal != "" {
+		port.Name = s.Spec.Port.StrVal
+	}
+	yes, no := true, false
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "eurekube-check-", Namespace: s.Namespace, Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name:  "app",
+			Image: "registry.k8s.io/pause:3.10",
+			Ports: []corev1.ContainerPort{port},
+			SecurityContext: &corev1.SecurityContext{
+				RunAsNonRoot:             &yes,
+				AllowPrivilegeEscalation: &no,
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+		}}},
+	}
+}
+
+// reviewCredentials asks the API server whether the manager's
+// ServiceAccount may get each syncer's credentials Secret.
+func reviewCredentials(ctx context.Context, c client.Client, syncers []v1alpha1.EurekaSyncer, saNamespace, saName string) []credentialsAccess {
+	var out []credentialsAccess
+	for i := range syncers {
+		s := &syncers[i]
+		ref := s.Spec.Eureka.CredentialsSecretRef
+		if ref == nil || ref.Name == "" {
+			continue
+		}
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   "system:serviceaccount:" + saNamespace + ":" + saName,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: s.Namespace, Verb: "get", Resource: "secrets", Name: ref.Name,
+			},
+		}}
+		a := credentialsAccess{syncer: s}
+		if a.err = c.Create(ctx, review); a.err == nil {
+			a.allowed, a.reason = review.Status.Allowed, review.Status.Reason
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// podFindings are, across the syncers' namespaces, the selected pods
+// without the registrar and the injected pods on another registrar than
+// the one the webhook injects now (m nil: not known), as namespace/name.
+func podFindings(ctx context.Context, c client.Reader, syncers []v1alpha1.EurekaSyncer, m *managerDeployment) (uninjected, outdated []string, err error) {
+	pods := map[string][]corev1.Pod{}
+	seen := map[string]bool{}
+	for i := range syncers {
+		s := &syncers[i]
+		if s.EffectiveMode() != v1alpha1.ModePod || s.DeletionTimestamp != nil {
+			continue
+		}
+		if _, ok := pods[s.Namespace]; !ok {
+			var list corev1.PodList
+			if err := c.List(ctx, &list, client.InNamespace(s.Namespace)); err != nil {
+				return nil, nil, fmt.Errorf("list the pods of namespace %s: %w", s.Namespace, err)
+			}
+			pods[s.Namespace] = list.Items
+		}
+		for j := range pods[s.Namespace] {
+			p := &pods[s.Namespace][j]
+			name := p.Namespace + "/" + p.Name
+			if !running(p) || seen[name] {
+				continue
+			}
+			if v1alpha1.RunsRegistrar(p) {
+				if m != nil && p.Annotations[v1alpha1.SyncerAnnotation] == s.Name &&
+					v1alpha1.InjectedRegistrarImage(p) != s.EffectiveRegistrarImage(m.cfg.RegistrarImage) {
+					seen[name] = true
+					outdated = append(outdated, name)
+				}
+				continue
+			}
+			if p.Annotations[v1alpha1.StatusAnnotation] == v1alpha1.StatusSkipped {
+				continue // left without the registrar on purpose
+			}
+			if selects, err := s.Selects(p.Labels); err == nil && selects {
+				seen[name] = true
+				uninjected = append(uninjected, name)
+			}
+		}
+	}
+	return uninjected, outdated, nil
+}
+
+// running is true for a pod that is neither finished nor being deleted.
+func running(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}

@@ -1,0 +1,191 @@
+package cli
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/certs"
+	"github.com/eurekube/eurekube/cmd/manager/app"
+)
+
+// expect fails t unless f has the verdict and its detail (and fix, for a
+// failure) hold the words.
+func expect(t *testing.T, f Finding, verdict Verdict, detail ...string) {
+	t.Helper()
+	if f.Verdict != verdict {
+		t.Errorf("%s: %s %q, want %s", f.Check, f.Verdict, f.Detail, verdict)
+	}
+	for _, w := range detail {
+		if !strings.Contains(f.Detail+" fix: "+f.Fix, w) {
+			t.Errorf("%s: %q (fix %q) does not say %q", f.Check, f.Detail, f.Fix, w)
+		}
+	}
+	if verdict == Fail && f.Fix == "" {
+		t.Errorf("%s: a failure without a fix", f.Check)
+	}
+}
+
+func TestCheckCRD_MissingOrNotEstablishedFails(t *testing.T) {
+	expect(t, evaluateCRD(nil), Fail, "eurekasyncers.eurekube.io not found", "kubectl apply -k manifests/crd")
+	crd := &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+		Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true}},
+	}}
+	expect(t, evaluateCRD(crd), Fail, "not established")
+	crd.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}
+	expect(t, evaluateCRD(crd), Pass, "established, serving v1alpha1")
+}
+
+func webhookConfig(caBundle []byte) *admissionregistrationv1.MutatingWebhookConfiguration {
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "eurekube"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "inject.eurekube.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{
+				CABundle: caBundle,
+				Service:  &admissionregistrationv1.ServiceReference{Namespace: "eurekube-system", Name: "eurekube-webhook"},
+			},
+		}},
+	}
+}
+
+func TestCheckWebhookConfig_NeedsACABundleAndAReadyService(t *testing.T) {
+	svc := &corev1.Service{}
+	ready, notReady := true, false
+	slices := []discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{
+		{Conditions: discoveryv1.EndpointConditions{Ready: &ready}},
+		{Conditions: discoveryv1.EndpointConditions{Ready: &notReady}},
+	}}}
+	expect(t, evaluateWebhookConfig("eurekube", nil, webhookTarget{}, app.CertificateModeCertManager), Fail, "MutatingWebhookConfiguration eurekube not found")
+	expect(t, evaluateWebhookConfig("eurekube", webhookConfig(nil), webhookTarget{service: svc, slices: slices}, app.CertificateModeCertManager),
+		Fail, "webhook inject.eurekube.io has no caBundle", "cert-manager")
+	expect(t, evaluateWebhookConfig("eurekube", webhookConfig(nil), webhookTarget{}, app.CertificateModeSelfManaged), Fail, "no caBundle", "leader writes it")
+	expect(t, evaluateWebhookConfig("eurekube", webhookConfig([]byte("x")), webhookTarget{}, app.CertificateModeCertManager), Fail, "Service eurekube-system/eurekube-webhook is not found")
+	expect(t, evaluateWebhookConfig("eurekube", webhookConfig([]byte("x")), webhookTarget{service: svc, slices: slices[:0]}, ""), Fail, "has no ready endpoint")
+	expect(t, evaluateWebhookConfig("eurekube", webhookConfig([]byte("x")), webhookTarget{service: svc, slices: slices}, ""), Pass, "has 1 ready endpoint")
+}
+
+// servingSecret is a Secret with a serving certificate for hosts, valid
+// for validity, issued by ca.
+func servingSecret(t *testing.T, ca *certs.CA, validity time.Duration, hosts ...string) *corev1.Secret {
+	t.Helper()
+	s, err := ca.Issue(certs.ServingOptions{DNSNames: hosts, Validity: validity})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.Secret{Data: map[string][]byte{corev1.TLSCertKey: s.CertPEM, corev1.TLSPrivateKeyKey: s.KeyPEM, "ca.crt": ca.PEM}}
+}
+
+func TestCheckCertificate_ChainsToTheCABundleCoversTheServiceAndIsNotExpiring(t *testing.T) {
+	ca, err := certs.NewCA("test-ca", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := certs.NewCA("other-ca", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := "eurekube-webhook.eurekube-system.svc"
+	now := time.Now()
+	good := servingSecret(t, ca, 90*24*time.Hour, host)
+	check := func(secret *corev1.Secret, caBundle []byte, at time.Time) Finding {
+		return evaluateCertificate("eurekube-system/eurekube-webhook-tls", secret, caBundle, host, at, 14, app.CertificateModeCertManager)
+	}
+	expect(t, check(nil, ca.PEM, now), Fail, "Secret eurekube-system/eurekube-webhook-tls not found")
+	expect(t, check(good, ca.PEM, now), Pass, "chains to the caBundle", "covers "+host, "(89 days)")
+	expect(t, check(servingSecret(t, ca, 5*24*time.Hour, host), ca.PEM, now), Fail, "expires in 4 days", "--cert-days 14")
+	expect(t, check(good, ca.PEM, now.Add(100*24*time.Hour)), Fail, "expired on")
+	expect(t, check(good, other.PEM, now), Fail, "does not verify", "same CA")
+	expect(t, check(servingSecret(t, ca, 90*24*time.Hour, "elsewhere.example"), ca.PEM, now), Fail, "does not verify for "+host)
+	expect(t, check(&corev1.Secret{}, ca.PEM, now), Fail, "tls.crt: no PEM certificate")
+}
+
+func TestCheckWebhookAnswers(t *testing.T) {
+	expect(t, evaluateWebhookAnswers(webhookTrial{}), Warn, "nothing to try")
+	expect(t, evaluateWebhookAnswers(webhookTrial{namespace: "shop", syncer: "orders", err: errors.New(`Internal error occurred: failed calling webhook "inject.eurekube.io": connection refused`)}),
+		Fail, "namespace shop selected by EurekaSyncer orders was refused", "connection refused")
+	expect(t, evaluateWebhookAnswers(webhookTrial{namespace: "shop", syncer: "orders"}), Fail, "without the eurekube-registrar container")
+	expect(t, evaluateWebhookAnswers(webhookTrial{namespace: "shop", syncer: "orders", injected: true}), Pass, "came back with the eurekube-registrar container")
+}
+
+func syncerWith(name string, conditions ...metav1.Condition) v1alpha1.EurekaSyncer {
+	s := v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}}
+	s.Status.Conditions = conditions
+	return s
+}
+
+func TestCheckEureka_ReportsTheManagersCondition(t *testing.T) {
+	got := evaluateEureka([]v1alpha1.EurekaSyncer{
+		syncerWith("new"),
+		syncerWith("down", metav1.Condition{Type: v1alpha1.ConditionEurekaReachable, Status: metav1.ConditionFalse, Reason: "EurekaUnreachable", Message: "http://eureka:8761/eureka: connection refused"}),
+		syncerWith("up", metav1.Condition{Type: v1alpha1.ConditionEurekaReachable, Status: metav1.ConditionTrue, Reason: "Reachable", Message: "http://eureka:8761/eureka answered"}),
+	})
+	expect(t, got[0], Warn, "shop/new: not reconciled yet", "is the manager running?")
+	expect(t, got[1], Fail, "shop/down: EurekaUnreachable: http://eureka:8761/eureka: connection refused")
+	expect(t, got[2], Pass, "shop/up: http://eureka:8761/eureka answered")
+	expect(t, evaluateEureka(nil)[0], Pass, "no EurekaSyncer yet")
+}
+
+func TestCheckCredentials_FailureNamesTheRoleBindingToCreate(t *testing.T) {
+	s := syncerWith("orders")
+	s.Spec.Eureka.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "eureka-creds"}
+	got := evaluateCredentials([]credentialsAccess{{syncer: &s}, {syncer: &s, allowed: true}}, "eurekube-system", "eurekube-manager")
+	expect(t, got[0], Fail, "cannot get Secret shop/eureka-creds",
+		"kubectl -n shop create rolebinding eurekube-eureka-credentials --clusterrole=eurekube-eureka-credentials --serviceaccount=eurekube-system:eurekube-manager")
+	expect(t, got[1], Pass, "ServiceAccount eurekube-system/eurekube-manager can get Secret shop/eureka-creds")
+	expect(t, evaluateCredentials(nil, "eurekube-system", "eurekube-manager")[0], Pass, "no EurekaSyncer names a credentials Secret")
+}
+
+func TestCheckInjected_NamesUpToFivePods(t *testing.T) {
+	s := syncerWith("orders")
+	s.Status.SelectedPods, s.Status.InjectedPods = 7, 0
+	pods := []string{"shop/g", "shop/f", "shop/e", "shop/d", "shop/c", "shop/b", "shop/a"}
+	expect(t, evaluateInjected([]v1alpha1.EurekaSyncer{s}, pods), Fail,
+		"7 selected pod(s) run without the registrar: shop/a, shop/b, shop/c, shop/d, shop/e and 2 more", "shop/orders 0 of 7 injected", "rollout restart")
+	s.Status.InjectedPods = 7
+	expect(t, evaluateInjected([]v1alpha1.EurekaSyncer{s}, nil), Pass, "every selected pod")
+}
+
+func TestCheckRegistrar_OutdatedPodsWarn(t *testing.T) {
+	s := syncerWith("orders", metav1.Condition{Type: v1alpha1.ConditionRegistrarCurrent, Status: metav1.ConditionFalse})
+	s.Status.OutdatedRegistrarPods = 1
+	expect(t, evaluateRegistrar([]v1alpha1.EurekaSyncer{s}, []string{"shop/orders-1"}, "eurekube/registrar:v2"), Warn,
+		"1 pod(s) run an older registrar than eurekube/registrar:v2: shop/orders-1", "shop/orders 1 outdated", "rollout")
+	expect(t, evaluateRegistrar([]v1alpha1.EurekaSyncer{syncerWith("orders")}, nil, "eurekube/registrar:v2"), Pass, "every injected pod")
+}
+
+func TestCheck_PrintsOneLinePerCheckAndAFixUnderEachFailure(t *testing.T) {
+	var out strings.Builder
+	findings := []Finding{
+		{Verdict: Pass, Check: checkCRD, Detail: "ok"},
+		{Verdict: Fail, Check: checkWebhookCert, Detail: "expired", Fix: "renew it"},
+		{Verdict: Warn, Check: checkWebhookAnswers, Detail: "nothing to try", Fix: "not printed"},
+	}
+	printFindings(&out, findings)
+	want := "PASS  crd              ok\nFAIL  webhook-cert     expired\n      fix: renew it\nWARN  webhook-answers  nothing to try\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+	if !failed(findings) || failed(findings[:1]) {
+		t.Error("failed() is wrong")
+	}
+}
+
+func TestCheck_WebhookHostIsTheServiceNameOrTheURLHost(t *testing.T) {
+	if got := webhookHost(webhookConfig(nil)); got != "eurekube-webhook.eurekube-system.svc" {
+		t.Errorf("service: %q", got)
+	}
+	url := "https://127.0.0.1:9443/mutate-v1-pod"
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{Webhooks: []admissionregistrationv1.MutatingWebhook{{ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url}}}}
+	if got := webhookHost(mwc); got != "127.0.0.1" {
+		t.Errorf("url: %q", got)
+	}
+}
