@@ -249,13 +249,16 @@ func TestRules_EveryAlertHasSeverityAnnotationsAndARunbook(t *testing.T) {
 	}
 }
 
-// The rules name the manager's Lease and webhook path, which the manager
-// defines: the two copies must agree, or the alerts watch nothing.
-func TestRules_NameTheManagersLeaseAndWebhookPath(t *testing.T) {
+// The rules and the dashboard name the manager's Lease and webhook path,
+// which the manager defines: the copies must agree, or they watch nothing.
+func TestRulesAndDashboard_NameTheManagersLeaseAndWebhookPath(t *testing.T) {
 	_, alerts := alertRules(t)
 	var exprs strings.Builder
 	for _, a := range alerts {
 		exprs.WriteString(a.Expr)
+	}
+	for _, expr := range dashboardExprs(t) {
+		exprs.WriteString(expr)
 	}
 	for _, want := range []string{
 		`leader_election_master_status{name="` + managerapp.LeaderElectionID + `"}`,
@@ -265,16 +268,14 @@ func TestRules_NameTheManagersLeaseAndWebhookPath(t *testing.T) {
 			t.Errorf("no alert selects %s; the manager's Lease is %q and its webhook path %q", want, managerapp.LeaderElectionID, webhook.Path)
 		}
 	}
-	if got := regexp.MustCompile(`leader_election_master_status\{name="([^"]*)"\}`).FindAllStringSubmatch(exprs.String(), -1); len(got) > 0 {
-		for _, m := range got {
-			if m[1] != managerapp.LeaderElectionID {
-				t.Errorf("an alert selects the Lease %q, the manager's is %q", m[1], managerapp.LeaderElectionID)
-			}
+	for _, m := range regexp.MustCompile(`leader_election_master_status\{name="([^"]*)"\}`).FindAllStringSubmatch(exprs.String(), -1) {
+		if m[1] != managerapp.LeaderElectionID {
+			t.Errorf("an expression selects the Lease %q, the manager's is %q", m[1], managerapp.LeaderElectionID)
 		}
 	}
 	for _, m := range regexp.MustCompile(`webhook="([^"]*)"`).FindAllStringSubmatch(exprs.String(), -1) {
 		if m[1] != webhook.Path {
-			t.Errorf("an alert selects the webhook path %q, the manager serves %q", m[1], webhook.Path)
+			t.Errorf("an expression selects the webhook path %q, the manager serves %q", m[1], webhook.Path)
 		}
 	}
 }
