@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -26,6 +27,14 @@ var (
 		Name: "eurekube_syncer_pod_adaptations",
 		Help: "Running pods of a syncer carrying an adaptation (what the webhook adapted or could not do for them), by reason.",
 	}, []string{"namespace", "syncer", "reason"})
+	syncedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eurekube_syncer_synced",
+		Help: "1 while the syncer's Synced condition is True (Eureka agrees with Kubernetes), else 0.",
+	}, []string{"namespace", "syncer"})
+	outdatedGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eurekube_syncer_outdated_registrar_pods",
+		Help: "Running pods the syncer injected that run a registrar image other than the current one (a rollout updates them).",
+	}, []string{"namespace", "syncer"})
 	eurekaRequests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "eurekube_eureka_request_duration_seconds",
 		Help:    "Eureka requests of the reconciler, by operation and result.",
@@ -34,7 +43,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(instancesGauge, orphansRemoved, adaptationsGauge, eurekaRequests)
+	metrics.Registry.MustRegister(instancesGauge, orphansRemoved, adaptationsGauge, syncedGauge, outdatedGauge, eurekaRequests)
 }
 
 // requestObserver feeds eurekaRequests; it implements eureka.Observer.
@@ -51,6 +60,8 @@ func forgetMetrics(namespace, syncer string) {
 	instanceApps.Delete(types.NamespacedName{Namespace: namespace, Name: syncer})
 	orphansRemoved.DeletePartialMatch(labels)
 	adaptationsGauge.DeletePartialMatch(labels)
+	syncedGauge.DeletePartialMatch(labels)
+	outdatedGauge.DeletePartialMatch(labels)
 	adaptationSeries.Lock()
 	delete(adaptationSeries.reasons, types.NamespacedName{Namespace: namespace, Name: syncer})
 	adaptationSeries.Unlock()
@@ -85,6 +96,16 @@ func setAdaptationGauges(s *v1alpha1.EurekaSyncer, list []v1alpha1.PodAdaptation
 	} else {
 		adaptationSeries.reasons[key] = current
 	}
+}
+
+// setStatusGauges publishes what the syncer's written status says.
+func setStatusGauges(s *v1alpha1.EurekaSyncer) {
+	synced := 0.0
+	if meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionSynced) {
+		synced = 1
+	}
+	syncedGauge.WithLabelValues(s.Namespace, s.Name).Set(synced)
+	outdatedGauge.WithLabelValues(s.Namespace, s.Name).Set(float64(s.Status.OutdatedRegistrarPods))
 }
 
 // instanceApps remembers the app each syncer's instance series are under.

@@ -24,6 +24,9 @@ type podCounts struct {
 	// withoutDrain names the live pods this syncer injected whose drain is
 	// absent or 0, sorted.
 	withoutDrain []string
+	// outdated names the live pods this syncer injected that run a
+	// registrar image other than the current one, sorted.
+	outdated []string
 	// ownedByOthers: live pods another syncer injected, by that syncer,
 	// each list sorted.
 	ownedByOthers map[string][]string
@@ -41,8 +44,9 @@ type podCounts struct {
 // to the oldest matching syncer) is registered under that syncer's app, so
 // it is only counted as owned by it. A pod without the syncer annotation
 // (created before injection was enabled, or opted out) is selected and
-// named by PodsInjected.
-func countPods(pods []corev1.Pod, syncer string) podCounts {
+// named by PodsInjected. registrarImage is the image the webhook injects
+// for the syncer now; "" when unknown, and then no pod counts as outdated.
+func countPods(pods []corev1.Pod, syncer, registrarImage string) podCounts {
 	c := podCounts{uids: make(map[types.UID]struct{}, len(pods)), ownedByOthers: map[string][]string{}}
 	sorted := make([]*corev1.Pod, 0, len(pods))
 	for i := range pods {
@@ -71,6 +75,9 @@ func countPods(pods []corev1.Pod, syncer string) podCounts {
 			c.injected++
 			if owner == syncer && !hasDrain(pod) {
 				c.withoutDrain = append(c.withoutDrain, pod.Name)
+			}
+			if owner == syncer && registrarImage != "" && v1alpha1.InjectedRegistrarImage(pod) != registrarImage {
+				c.outdated = append(c.outdated, pod.Name)
 			}
 		} else {
 			c.notInjected = append(c.notInjected, pod.Name)

@@ -37,6 +37,10 @@ type Options struct {
 	ResyncPeriod time.Duration
 	// DefaultEurekaURLs serve syncers that name no server.
 	DefaultEurekaURLs []string
+	// RegistrarImage is the manager's --registrar-image: pods a syncer
+	// injected with another image (spec.sidecar.image aside) count as
+	// outdated. Empty: none does.
+	RegistrarImage string
 	// EurekaTimeout bounds one Eureka request (default: the eureka
 	// package's).
 	EurekaTimeout time.Duration
@@ -218,6 +222,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	setStatusGauges(&s)
 	// After the write: a failed write reports the change on the next try,
 	// not twice.
 	r.reportAdaptations(&s, previous, obs.pods.adaptations)
@@ -253,7 +258,7 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		client.UnsafeDisableDeepCopy); err != nil { // read only
 		return observed{}, nil, fmt.Errorf("list pods: %w", err)
 	}
-	obs := observed{pods: countPods(pods.Items, s.Name)}
+	obs := observed{pods: countPods(pods.Items, s.Name, s.EffectiveRegistrarImage(r.opts.RegistrarImage))}
 	if !s.DeletionTimestamp.IsZero() {
 		// Pods injected by this syncer keep its registrar even when its
 		// selector no longer matches them.

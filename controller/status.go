@@ -23,16 +23,18 @@ const (
 
 // Reasons of the Synced, Exclusive and Drained conditions.
 const (
-	reasonInSync           = "InSync"
-	reasonNoPodSelected    = "NoPodSelected"
-	reasonNoInstanceUp     = "NoInstanceUp"
-	reasonNotAllRegistered = "NotAllRegistered"
-	reasonMoreUpThanReady  = "MoreUpThanReady"
-	reasonDetaching        = "Detaching"
-	reasonOverlapping      = "OverlappingSyncers"
-	reasonNoOverlap        = "NoOverlap"
-	reasonWithoutDrain     = "PodsWithoutDrain"
-	reasonAllDrained       = "AllDrained"
+	reasonInSync            = "InSync"
+	reasonNoPodSelected     = "NoPodSelected"
+	reasonNoInstanceUp      = "NoInstanceUp"
+	reasonNotAllRegistered  = "NotAllRegistered"
+	reasonMoreUpThanReady   = "MoreUpThanReady"
+	reasonDetaching         = "Detaching"
+	reasonOverlapping       = "OverlappingSyncers"
+	reasonNoOverlap         = "NoOverlap"
+	reasonWithoutDrain      = "PodsWithoutDrain"
+	reasonRegistrarCurrent  = "AllCurrent"
+	reasonRegistrarOutdated = "OutdatedRegistrar"
+	reasonAllDrained        = "AllDrained"
 )
 
 // observed is what one reconcile measured and did.
@@ -75,6 +77,7 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 	next.SelectedPods, next.InjectedPods, next.ReadyPods = obs.pods.selected, obs.pods.injected, obs.pods.ready
 	next.SkippedPods, next.PodsOwnedByOtherSyncers = obs.pods.skipped, obs.pods.ownedByOthersCount()
 	next.PodsWithoutDrain = int32(len(obs.pods.withoutDrain))
+	next.OutdatedRegistrarPods = int32(len(obs.pods.outdated))
 	next.Adaptations = obs.pods.adaptations
 	next.OrphansRemoved += int64(obs.orphansRemoved)
 	if obs.eurekaErr == nil {
@@ -104,8 +107,8 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 }
 
 // conditions returns Synced, EurekaReachable, PodsInjected, Exclusive,
-// Drained and TrafficApplied. up counts the instances UP, and those held
-// OUT_OF_SERVICE on purpose.
+// Drained, RegistrarCurrent and TrafficApplied. up counts the instances
+// UP, and those held OUT_OF_SERVICE on purpose.
 func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Condition {
 	injected := metav1.Condition{Type: v1alpha1.ConditionPodsInjected, Status: metav1.ConditionTrue, Reason: "AllInjected",
 		Message: fmt.Sprintf("%d of %d selected pod(s) run the registrar", obs.pods.injected, obs.pods.selected)}
@@ -120,7 +123,7 @@ func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Cond
 		reachable.Status, reachable.Reason, reachable.Message = metav1.ConditionFalse, obs.eurekaReason, truncate(obs.eurekaErr.Error(), 1024)
 	}
 
-	return []metav1.Condition{synced(s, obs, up, injected), reachable, injected, exclusive(s, obs), drained(obs), trafficCondition(s, obs)}
+	return []metav1.Condition{synced(s, obs, up, injected), reachable, injected, exclusive(s, obs), drained(obs), registrarCurrent(s, obs), trafficCondition(s, obs)}
 }
 
 // synced says whether Eureka agrees with Kubernetes: every selected pod
@@ -202,6 +205,21 @@ func drained(obs *observed) metav1.Condition {
 		Message: fmt.Sprintf("%d injected pod(s) have no drain (annotation %s absent or \"0\"), so they stop serving while callers may still hold their instance: %s. "+
 			"Pods injected by an older Eurekube: restart them so the current webhook gives them a drain; drain set to 0: raise spec.drain.preStopSleepSeconds (or the pod's eurekube.io/prestop-sleep) and restart them",
 			n, v1alpha1.DrainAnnotation, names(obs.pods.withoutDrain))}
+}
+
+// registrarCurrent is False when pods this syncer injected run an older
+// registrar than the webhook injects now: they keep working, and a rollout
+// gives them the current one.
+func registrarCurrent(s *v1alpha1.EurekaSyncer, obs *observed) metav1.Condition {
+	n := len(obs.pods.outdated)
+	if n == 0 {
+		return metav1.Condition{Type: v1alpha1.ConditionRegistrarCurrent, Status: metav1.ConditionTrue, Reason: reasonRegistrarCurrent,
+			Message: "every injected pod runs the registrar image the webhook injects now"}
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionRegistrarCurrent, Status: metav1.ConditionFalse, Reason: reasonRegistrarOutdated,
+		Message: fmt.Sprintf("%d injected pod(s) run an older registrar image than the webhook injects now (annotation %s): %s. "+
+			"They keep registering; restart them (kubectl rollout restart of their workload) to give them the current registrar",
+			n, v1alpha1.RegistrarImageAnnotation, names(obs.pods.outdated))}
 }
 
 func detachingMessage(obs *observed) string {

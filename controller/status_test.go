@@ -248,7 +248,7 @@ func TestCountPods_TerminatingAndFinishedPodsAreNotSelectedButKeepTheirInstances
 		podFixture("c-starting", true, false, injectedBy("orders", "100")...),
 		podFixture("a-plain", false, true),
 		terminating, done,
-	}, "orders")
+	}, "orders", "")
 	if got.selected != 3 || got.injected != 2 || got.ready != 2 || strings.Join(got.notInjected, ",") != "a-plain" || len(got.uids) != 5 {
 		t.Errorf("countPods = %+v", got)
 	}
@@ -296,7 +296,7 @@ func TestCountPods_CountsOnlyThePodsThisSyncerOwns(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := countPods(tc.pods, "orders")
+			got := countPods(tc.pods, "orders", "")
 			if got.selected != tc.selected || got.injected != tc.injected || got.ready != tc.ready || got.skipped != tc.skipped || got.ownedByOthersCount() != tc.ownedByOthers {
 				t.Errorf("selected %d injected %d ready %d skipped %d owned by others %d, want %d %d %d %d %d",
 					got.selected, got.injected, got.ready, got.skipped, got.ownedByOthersCount(), tc.selected, tc.injected, tc.ready, tc.skipped, tc.ownedByOthers)
@@ -319,6 +319,35 @@ func TestCountPods_CountsOnlyThePodsThisSyncerOwns(t *testing.T) {
 	}
 }
 
+func TestCountPods_NamesThePodsOnAnOlderRegistrar(t *testing.T) {
+	onImage := func(name, syncer, image string) corev1.Pod {
+		return podFixture(name, true, true, append(injectedBy(syncer, "100"), v1alpha1.RegistrarImageAnnotation, image)...)
+	}
+	beforeImagesWereRecorded := podFixture("orders-4", true, true, injectedBy("orders", "100")...)
+	beforeImagesWereRecorded.Spec.Containers[1].Image = "eurekube/registrar:1.0"
+	rewrittenToADigest := onImage("orders-5", "orders", "eurekube/registrar:2.0")
+	rewrittenToADigest.Spec.Containers[1].Image = "eurekube/registrar@sha256:0123"
+	pods := []corev1.Pod{
+		onImage("orders-2", "orders", "eurekube/registrar:1.0"),
+		onImage("orders-1", "orders", "eurekube/registrar:1.0"),
+		onImage("orders-3", "orders", "eurekube/registrar:2.0"),
+		beforeImagesWereRecorded,
+		rewrittenToADigest,
+		onImage("payments-1", "payments", "eurekube/registrar:1.0"), // another syncer's
+	}
+	if got := strings.Join(countPods(pods, "orders", "eurekube/registrar:2.0").outdated, ","); got != "orders-1,orders-2,orders-4" {
+		t.Errorf("outdated = %q, want orders-1,orders-2,orders-4 (the image the webhook recorded counts, else the container's)", got)
+	}
+	if got := countPods(pods, "orders", "").outdated; len(got) != 0 {
+		t.Errorf("outdated = %q with no current image known, want none", got)
+	}
+	s := &v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: "orders"}}
+	c := registrarCurrent(s, &observed{pods: countPods(pods, "orders", "eurekube/registrar:2.0")})
+	if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "orders-1, orders-2, orders-4") || !strings.Contains(c.Message, "rollout restart") {
+		t.Errorf("RegistrarCurrent = %s %q, want False naming the pods and the fix", c.Status, c.Message)
+	}
+}
+
 func TestCountPods_AggregatesAdaptationsPerReason(t *testing.T) {
 	composed := v1alpha1.Adaptation{Reason: v1alpha1.AdaptationPreStopComposed, Message: "container app: its exec preStop runs, then the 100 s drain"}
 	noPort := v1alpha1.Adaptation{Reason: v1alpha1.AdaptationPortNotDeclared, Message: "no container declares port 8080"}
@@ -334,7 +363,7 @@ func TestCountPods_AggregatesAdaptationsPerReason(t *testing.T) {
 		podFixture("theirs-1", true, true, injectedBy("payments", "100", noPort)...), // another syncer's: not ours to report
 		podFixture("orders-11", true, true, injectedBy("orders", "100")...),          // nothing adapted
 	)
-	got := countPods(pods, "orders").adaptations
+	got := countPods(pods, "orders", "").adaptations
 	want := []v1alpha1.PodAdaptations{
 		{Reason: v1alpha1.AdaptationsUnreadable, Pods: 2, ExamplePods: []string{"orders-10", "orders-9"}},
 		{Reason: v1alpha1.AdaptationPortNotDeclared, Pods: 1, Message: noPort.Message, ExamplePods: []string{"orders-8"}},

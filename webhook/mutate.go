@@ -56,7 +56,6 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, er
 	}
 	out := pod.DeepCopy()
 	var adaptations []v1alpha1.Adaptation
-	spec := &cfg.Syncer.Spec
 
 	port, portSource, err := resolveRegisteredPort(out, cfg)
 	if err != nil {
@@ -74,7 +73,7 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, er
 		return nil, nil, err
 	}
 
-	image := cmp.Or(spec.Sidecar.Image, cfg.Defaults.RegistrarImage)
+	image := cfg.Syncer.EffectiveRegistrarImage(cfg.Defaults.RegistrarImage)
 	if image == "" {
 		return nil, nil, fmt.Errorf("no registrar image: set spec.sidecar.image of EurekaSyncer %s or the manager's --registrar-image", cfg.Syncer.Name)
 	}
@@ -106,6 +105,7 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, er
 	})...)
 
 	annotate(out, v1alpha1.StatusInjected, cfg.Syncer.Name, adaptations)
+	out.Annotations[v1alpha1.RegistrarImageAnnotation] = image
 	return out, adaptations, nil
 }
 

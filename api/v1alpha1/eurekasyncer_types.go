@@ -355,6 +355,15 @@ type EurekaSyncerStatus struct {
 	// +kubebuilder:default=0
 	PodsWithoutDrain int32 `json:"podsWithoutDrain"`
 
+	// OutdatedRegistrarPods is how many running pods this syncer injected
+	// run a registrar image other than the one the webhook injects now
+	// (annotation eurekube.io/registrar-image): pods an upgrade of Eurekube
+	// left behind until their next rollout. The RegistrarCurrent condition
+	// names some.
+	// +optional
+	// +kubebuilder:default=0
+	OutdatedRegistrarPods int32 `json:"outdatedRegistrarPods"`
+
 	// RegisteredInstances is how many of this cluster's instances of this
 	// syncer Eureka lists, whatever their status.
 	// +optional
@@ -479,6 +488,7 @@ type PodAdaptations struct {
 // +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.skippedPods`,priority=1
 // +kubebuilder:printcolumn:name="Other-Syncer",type=integer,JSONPath=`.status.podsOwnedByOtherSyncers`,priority=1,description="Selected pods another syncer injected"
 // +kubebuilder:printcolumn:name="No-Drain",type=integer,JSONPath=`.status.podsWithoutDrain`,priority=1,description="Injected pods without a drain"
+// +kubebuilder:printcolumn:name="Outdated",type=integer,JSONPath=`.status.outdatedRegistrarPods`,priority=1,description="Injected pods running an older registrar image (a rollout updates them)"
 type EurekaSyncer struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

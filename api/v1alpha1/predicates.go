@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"cmp"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -20,6 +22,27 @@ func RunsRegistrar(pod *corev1.Pod) bool {
 // MarkedInjected is true when the webhook recorded the pod as injected.
 func MarkedInjected(pod *corev1.Pod) bool {
 	return pod.Annotations[StatusAnnotation] == StatusInjected
+}
+
+// InjectedRegistrarImage is the registrar image the webhook injected into
+// the pod: its annotation, else (pods injected before it was recorded) the
+// registrar container's image; "" when the pod runs no registrar.
+func InjectedRegistrarImage(pod *corev1.Pod) string {
+	if image := pod.Annotations[RegistrarImageAnnotation]; image != "" {
+		return image
+	}
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == RegistrarContainerName {
+			return pod.Spec.Containers[i].Image
+		}
+	}
+	return ""
+}
+
+// EffectiveRegistrarImage is the registrar image the webhook injects for
+// this syncer: spec.sidecar.image, else the manager's default.
+func (s *EurekaSyncer) EffectiveRegistrarImage(managerDefault string) string {
+	return cmp.Or(s.Spec.Sidecar.Image, managerDefault)
 }
 
 // PodSelector is the syncer's selector as a labels.Selector. An empty

@@ -34,6 +34,13 @@ const (
 	// app container of an injected pod ("0": none). An injected pod without
 	// it was injected before drains were recorded.
 	DrainAnnotation = "eurekube.io/drain"
+	// RegistrarImageAnnotation records the registrar image the webhook
+	// injected, so the reconciler can count the pods an upgrade left on an
+	// older registrar even where a policy engine later rewrote the
+	// container's image (to a digest, say). An injected pod without it was
+	// injected before images were recorded; its registrar container's image
+	// stands in.
+	RegistrarImageAnnotation = "eurekube.io/registrar-image"
 
 	// TrafficAnnotation is the syncer's spec.traffic on an injected pod:
 	// the webhook sets it at admission and the reconciler keeps it current,
@@ -93,6 +100,11 @@ const (
 	// ConditionDrained is false when pods this syncer injected run without
 	// a drain; its message names some of them and how to fix it.
 	ConditionDrained = "Drained"
+	// ConditionRegistrarCurrent is false when pods this syncer injected run
+	// a registrar other than the one the webhook injects now (after an
+	// upgrade of Eurekube, or a change of spec.sidecar.image); its message
+	// names some of them and says that a rollout picks the current one up.
+	ConditionRegistrarCurrent = "RegistrarCurrent"
 	// ConditionServiceReachable (Service mode) is true when the Service
 	// exists and has an address VMs can reach on the syncer's port; false
 	// with reason ServiceNotFound, PortNotFound or NoReachableAddress and a
