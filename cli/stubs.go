@@ -1,5 +1,0 @@
-package cli
-
-import "context"
-
-func runUninstall(context.Context, *env, []string) error { return nil }
