@@ -12,9 +12,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
@@ -136,6 +138,10 @@ func managerOptions(cfg Config, scheme *runtime.Scheme, logger logr.Logger, getC
 			// them would need list and watch on every Secret of the cluster.
 			Cache: &client.CacheOptions{DisableFor: []client.Object{&corev1.Secret{}}},
 		},
+		// The name check guards a process against two controllers of one
+		// name; the manager has one, and tests run two managers (replicas)
+		// in one process.
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Metrics:                metrics,
 		HealthProbeBindAddress: cfg.HealthProbeBindAddress,
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
