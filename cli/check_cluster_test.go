@@ -1,0 +1,360 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/certs"
+	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/tests/harness"
+	"github.com/eurekube/eurekube/webhook"
+)
+
+const (
+	checkNamespace = "check-shop"
+	managerNS      = "eurekube-system"
+	registrarV1    = "eurekube/registrar:v1"
+)
+
+// healthyInstall is an installation check passes on: the manager's
+// Deployment (no controller runs it here, its status is written), the
+// webhook's certificate in its Secret, the webhook's own handler serving
+// on this machine behind the webhook configuration of manifests/, and a
+// syncer with credentials its namespace lets the manager read.
+type healthyInstall struct {
+	cp      *harness.ControlPlane
+	ca      *certs.CA
+	port    int
+	secret  *corev1.Secret
+	syncer  *v1alpha1.EurekaSyncer
+	binding *rbacv1.RoleBinding
+}
+
+func installHealthy(ctx context.Context, t *testing.T, cp *harness.ControlPlane) *healthyInstall {
+	t.Helper()
+	h := &healthyInstall{cp: cp}
+	c := cp.Client
+	createNamespace(ctx, t, cp, managerNS, false)
+	createNamespace(ctx, t, cp, checkNamespace, true)
+
+	managerArgs := []string{"--leader-elect", "--registrar-image=" + registrarV1, "--eureka-url=http://eureka:8761/eureka", "--cluster-id=check-cluster"}
+	h.managerDeployment(ctx, t, managerArgs)
+
+	// The webhook server: the webhook's own handler, with the defaults the
+	// manager's flags give, serving the certificate of the Secret.
+	var err error
+	if h.ca, err = certs.NewCA("eurekube-check-ca", 0); err != nil {
+		t.Fatal(err)
+	}
+	certDir := t.TempDir()
+	serving, err := h.ca.Rotate(certDir, certs.LocalHosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.secret = &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: app.DefaultCertificateSecret},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: serving.CertPEM, corev1.TLSPrivateKeyKey: serving.KeyPEM, "ca.crt": h.ca.PEM},
+	}
+	if err := c.Create(ctx, h.secret); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := parseManagerArgs(managerArgs, managerNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.port, err = harness.FreePort(); err != nil {
+		t.Fatal(err)
+	}
+	server := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: h.port, CertDir: certDir})
+	server.Register(webhook.Path, &admission.Webhook{Handler: webhook.NewHandler(webhook.Options{
+		Reader: c, Defaults: app.WebhookDefaults(cfg, cfg.ClusterID), ExcludedNamespaces: []string{managerNS},
+	})})
+	sctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- server.Start(sctx) }()
+	t.Cleanup(func() { stop(); <-served })
+	harness.Eventually(t, 30*time.Second, "the webhook server serves TLS", func() error { return server.StartedChecker()(nil) })
+	h.installWebhook(ctx, t)
+
+	// A syncer with credentials, the RoleBinding that lets the manager
+	// read them, and what the manager would have found.
+	h.syncer = ordersSyncer(checkNamespace, "orders")
+	h.syncer.Spec.Eureka.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "eureka-creds"}
+	if err := c.Create(ctx, h.syncer); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: credentialsClusterRole},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
+	}
+	if err := c.Create(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	h.binding = &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: checkNamespace, Name: credentialsClusterRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: credentialsClusterRole},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: managerNS, Name: "eurekube-manager"}},
+	}
+	h.grant(ctx, t)
+
+	// A pod the webhook injected, through the API server.
+	harness.Eventually(t, 30*time.Second, "the API server calls the webhook", func() error {
+		pod := trialPod(h.syncer)
+		pod.GenerateName = "orders-"
+		if err := c.Create(ctx, pod); err != nil {
+			return err
+		}
+		if !v1alpha1.RunsRegistrar(pod) {
+			_ = c.Delete(ctx, pod)
+			return errors.New("created without the registrar")
+		}
+		return nil
+	})
+	h.status(ctx, t, func(st *v1alpha1.EurekaSyncerStatus) {
+		st.SelectedPods, st.InjectedPods = 1, 1
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionEurekaReachable, Status: metav1.ConditionTrue, Reason: "Reachable", Message: "http://eureka:8761/eureka answered"})
+	})
+	return h
+}
+
+// managerDeployment creates or updates the manager's Deployment with args
+// and writes a ready replica into its status.
+func (h *healthyInstall) managerDeployment(ctx context.Context, t *testing.T, args []string) {
+	t.Helper()
+	labels := map[string]string{"app.kubernetes.io/name": "eurekube"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: "eurekube-manager"}}
+	_, err := controllerutilCreateOrUpdate(ctx, h.cp.Client, d, func() {
+		d.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
+		d.Spec.Template.Labels = labels
+		d.Spec.Template.Spec.ServiceAccountName = "eurekube-manager"
+		d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "manager", Image: "eurekube/manager:v1", Args: args}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Status.Replicas, d.Status.ReadyReplicas = 1, 1
+	if err := h.cp.Client.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func controllerutilCreateOrUpdate(ctx context.Context, c client.Client, d *appsv1.Deployment, mutate func()) (bool, error) {
+	err := c.Get(ctx, client.ObjectKeyFromObject(d), d)
+	if apierrors.IsNotFound(err) {
+		mutate()
+		return true, c.Create(ctx, d)
+	}
+	if err != nil {
+		return false, err
+	}
+	mutate()
+	return false, c.Update(ctx, d)
+}
+
+func (h *healthyInstall) installWebhook(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if err := h.cp.InstallWebhook(ctx, harness.LocalWebhook{Port: h.port, CABundle: h.ca.PEM}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *healthyInstall) grant(ctx context.Context, t *testing.T) {
+	t.Helper()
+	b := h.binding.DeepCopy()
+	if err := h.cp.Client.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (h *healthyInstall) status(ctx context.Context, t *testing.T, mutate func(*v1alpha1.EurekaSyncerStatus)) {
+	t.Helper()
+	var s v1alpha1.EurekaSyncer
+	if err := h.cp.Client.Get(ctx, client.ObjectKeyFromObject(h.syncer), &s); err != nil {
+		t.Fatal(err)
+	}
+	mutate(&s.Status)
+	if err := h.cp.Client.Status().Update(ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// check runs eurekube check until the line verdict/check is printed and
+// holds every word of want (the API server's caches, such as its webhook
+// configuration, catch up within moments), and returns the output.
+func (h *healthyInstall) check(t *testing.T, wantCode int, verdict, checkName string, want ...string) string {
+	t.Helper()
+	var out string
+	harness.Eventually(t, 30*time.Second, fmt.Sprintf("eurekube check prints %s %s", verdict, checkName), func() error {
+		code, stdout, stderr := runOn(t, h.cp, "check")
+		out = stdout
+		line := lineOf(stdout, verdict, checkName)
+		if line == "" {
+			return fmt.Errorf("no %s %s line in\n%s%s", verdict, checkName, stdout, stderr)
+		}
+		for _, w := range want {
+			if !strings.Contains(stdout, w) {
+				return fmt.Errorf("%q is not in\n%s", w, stdout)
+			}
+		}
+		if code != wantCode {
+			return fmt.Errorf("exit %d, want %d\n%s%s", code, wantCode, stdout, stderr)
+		}
+		return nil
+	})
+	return out
+}
+
+func TestCheck_AHealthyInstallationPassesAndEachFaultIsNamed(t *testing.T) {
+	cp := controlPlane(t)
+	ctx := testContext(t)
+	h := installHealthy(ctx, t, cp)
+	c := cp.Client
+
+	out := h.check(t, ExitOK, "PASS", checkWebhookAnswers, "came back with the eurekube-registrar container")
+	for _, name := range []string{checkCRD, checkManager, checkWebhookConfig, checkWebhookCert, checkEureka, checkCredentials, checkInjected, checkRegistrar} {
+		if lineOf(out, "PASS", name) == "" {
+			t.Errorf("no PASS %s line:\n%s", name, out)
+		}
+	}
+	t.Logf("a healthy installation:\n%s", out)
+
+	t.Run("Eureka unreachable", func(t *testing.T) {
+		h.status(ctx, t, func(st *v1alpha1.EurekaSyncerStatus) {
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionEurekaReachable, Status: metav1.ConditionFalse, Reason: "EurekaUnreachable", Message: "http://eureka:8761/eureka: connection refused"})
+		})
+		h.check(t, ExitFailure, "FAIL", checkEureka, checkNamespace+"/orders: EurekaUnreachable: http://eureka:8761/eureka: connection refused", "fix: check spec.eureka")
+		h.status(ctx, t, func(st *v1alpha1.EurekaSyncerStatus) {
+			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionEurekaReachable, Status: metav1.ConditionTrue, Reason: "Reachable"})
+		})
+	})
+
+	t.Run("credentials Secret not granted", func(t *testing.T) {
+		if err := c.Delete(ctx, h.binding.DeepCopy()); err != nil {
+			t.Fatal(err)
+		}
+		h.check(t, ExitFailure, "FAIL", checkCredentials, "cannot get Secret "+checkNamespace+"/eureka-creds",
+			"fix: kubectl -n "+checkNamespace+" create rolebinding eurekube-eureka-credentials --clusterrole=eurekube-eureka-credentials --serviceaccount=eurekube-system:eurekube-manager")
+		h.grant(ctx, t)
+	})
+
+	t.Run("selected pod not injected", func(t *testing.T) {
+		pod := trialPod(h.syncer)
+		pod.GenerateName = "orders-opted-out-"
+		pod.Labels[v1alpha1.InjectLabel] = "false" // the API server does not even call the webhook
+		if err := c.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		h.status(ctx, t, func(st *v1alpha1.EurekaSyncerStatus) { st.SelectedPods = 2 })
+		h.check(t, ExitFailure, "FAIL", checkInjected, "1 selected pod(s) run without the registrar: "+checkNamespace+"/"+pod.Name, checkNamespace+"/orders 1 of 2 injected")
+		if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+		h.status(ctx, t, func(st *v1alpha1.EurekaSyncerStatus) { st.SelectedPods = 1 })
+	})
+
+	t.Run("outdated registrar", func(t *testing.T) {
+		h.managerDeployment(ctx, t, []string{"--leader-elect", "--registrar-image=eurekube/registrar:v2", "--eureka-url=http://eureka:8761/eureka", "--cluster-id=check-cluster"})
+		h.check(t, ExitOK, "WARN", checkRegistrar, "run an older registrar than eurekube/registrar:v2: "+checkNamespace+"/orders-")
+		h.managerDeployment(ctx, t, []string{"--leader-elect", "--registrar-image=" + registrarV1, "--eureka-url=http://eureka:8761/eureka", "--cluster-id=check-cluster"})
+	})
+
+	t.Run("certificate expiring", func(t *testing.T) {
+		soon, err := h.ca.Issue(certs.ServingOptions{DNSNames: []string{"localhost"}, IPAddresses: certs.LocalHosts().IPAddresses, Validity: 5 * 24 * time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.setCertificate(ctx, t, soon.CertPEM)
+		h.check(t, ExitFailure, "FAIL", checkWebhookCert, "expires in 4 days", "--cert-days 14", "fix: cert-manager renews it")
+		h.setCertificate(ctx, t, h.secret.Data[corev1.TLSCertKey])
+	})
+
+	t.Run("webhook configuration without a caBundle", func(t *testing.T) {
+		var mwc admissionregistrationv1.MutatingWebhookConfiguration
+		if err := c.Get(ctx, client.ObjectKey{Name: app.DefaultWebhookConfiguration}, &mwc); err != nil {
+			t.Fatal(err)
+		}
+		for i := range mwc.Webhooks {
+			mwc.Webhooks[i].ClientConfig.CABundle = nil
+		}
+		if err := c.Update(ctx, &mwc); err != nil {
+			t.Fatal(err)
+		}
+		h.check(t, ExitFailure, "FAIL", checkWebhookConfig, "webhook inject.eurekube.io has no caBundle", "fix: cert-manager's CA injector writes it")
+		// Without it the API server cannot call the webhook either.
+		h.check(t, ExitFailure, "FAIL", checkWebhookAnswers, "was refused")
+		h.installWebhook(ctx, t)
+		h.check(t, ExitOK, "PASS", checkWebhookAnswers)
+	})
+
+	t.Run("CRD missing", func(t *testing.T) {
+		scheme, err := newScheme() // the harness's does not know CRDs
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.New(cp.Config, client.Options{Scheme: scheme})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := c.Get(ctx, client.ObjectKey{Name: CRDName}, &crd); err != nil {
+			t.Fatal(err)
+		}
+		// Without the CRD the syncers go too: keep them out of the way of
+		// the finalizers' wait.
+		if err := c.DeleteAllOf(ctx, &v1alpha1.EurekaSyncer{}, client.InNamespace(checkNamespace)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, &crd); err != nil {
+			t.Fatal(err)
+		}
+		out := h.check(t, ExitFailure, "FAIL", checkCRD, "CustomResourceDefinition eurekasyncers.eurekube.io not found", "fix: install Eurekube's CRD")
+		if lineOf(out, "WARN", checkEureka) == "" || !strings.Contains(out, "not checked: cannot list EurekaSyncers") {
+			t.Errorf("the checks that read syncers do not say they could not:\n%s", out)
+		}
+		restoreCRD(ctx, t, c, &crd)
+	})
+}
+
+func (h *healthyInstall) setCertificate(ctx context.Context, t *testing.T, certPEM []byte) {
+	t.Helper()
+	var s corev1.Secret
+	if err := h.cp.Client.Get(ctx, client.ObjectKeyFromObject(h.secret), &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Data[corev1.TLSCertKey] = certPEM
+	if err := h.cp.Client.Update(ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restoreCRD creates the CRD again, once the old one is gone, and waits
+// until it is established, for the tests that follow.
+func restoreCRD(ctx context.Context, t *testing.T, c client.Client, old *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	fresh := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: old.Name, Labels: old.Labels, Annotations: old.Annotations}, Spec: old.Spec}
+	harness.Eventually(t, time.Minute, "the CRD is created again", func() error {
+		return c.Create(ctx, fresh.DeepCopy())
+	})
+	harness.Eventually(t, time.Minute, "the CRD is established again", func() error {
+		var list v1alpha1.EurekaSyncerList
+		return c.List(ctx, &list)
+	})
+}
