@@ -199,18 +199,3 @@ func parseManagerArgs(args []string, namespace string) (app.Config, []string, er
 		return cfg, ignored, cfg.Validate()
 	}
 }
-
-// flagValue is the last value of --name in the manager's arguments, or
-// def: for the flags this CLI reads without needing the manager's whole
-// configuration.
-func flagValue(args []string, name, def string) string {
-	v := def
-	for i, a := range args {
-		if val, ok := strings.CutPrefix(a, "--"+name+"="); ok {
-			v = val
-		} else if a == "--"+name && i+1 < len(args) {
-			v = args[i+1]
-		}
-	}
-	return v
-}
