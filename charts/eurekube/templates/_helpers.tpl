@@ -1,0 +1,103 @@
+{{/*
+Names. With the release named "eurekube" every object has its name in
+manifests/. The prefix is cut to 50 characters so that "<prefix>-webhook",
+"<prefix>-manager" and the like stay valid names.
+*/}}
+{{- define "eurekube.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "eurekube.managerName" -}}{{ include "eurekube.fullname" . }}-manager{{- end -}}
+{{- define "eurekube.webhookService" -}}{{ include "eurekube.fullname" . }}-webhook{{- end -}}
+{{- define "eurekube.servingCertificate" -}}{{ include "eurekube.fullname" . }}-serving-cert{{- end -}}
+{{- define "eurekube.servingSecret" -}}{{ include "eurekube.fullname" . }}-webhook-tls{{- end -}}
+{{- define "eurekube.credentialsRole" -}}{{ include "eurekube.fullname" . }}-eureka-credentials{{- end -}}
+{{- define "eurekube.uninstallName" -}}{{ include "eurekube.fullname" . }}-uninstall{{- end -}}
+
+{{/*
+Labels of every object: manifests/'s (name, part-of) and Helm's.
+*/}}
+{{- define "eurekube.labels" -}}
+app.kubernetes.io/name: eurekube
+app.kubernetes.io/part-of: eurekube
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
+{{/*
+The manager pods' selector: the labels of manifests/, so that the
+Deployment's immutable selector is the same however Eurekube was installed
+(one Eurekube per cluster: the CRD and the webhook are cluster-wide).
+*/}}
+{{- define "eurekube.selectorLabels" -}}
+app.kubernetes.io/name: eurekube
+app.kubernetes.io/component: manager
+{{- end -}}
+
+{{- define "eurekube.managerLabels" -}}
+{{ include "eurekube.labels" . }}
+app.kubernetes.io/component: manager
+{{- end -}}
+
+{{/*
+An image reference from (list image root): the digest when set, else the
+tag, which defaults to the chart's appVersion.
+*/}}
+{{- define "eurekube.image" -}}
+{{- $image := index . 0 -}}
+{{- $root := index . 1 -}}
+{{- if $image.digest -}}
+{{- printf "%s@%s" $image.repository $image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $image.repository (default $root.Chart.AppVersion $image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Namespaces the webhook is never called for and the manager never mutates:
+the release's own (the manager must be able to start while no replica
+answers), kube-system, then manager.excludedNamespaces. A JSON list.
+*/}}
+{{- define "eurekube.excludedNamespaces" -}}
+{{- $ns := list .Release.Namespace "kube-system" -}}
+{{- range .Values.manager.excludedNamespaces -}}
+{{- if not (has . $ns) -}}{{- $ns = append $ns . -}}{{- end -}}
+{{- end -}}
+{{- toJson $ns -}}
+{{- end -}}
+
+{{/*
+The Pod Security `restricted` contexts the manager and the uninstall Job
+share.
+*/}}
+{{- define "eurekube.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "eurekube.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+{{- end -}}
+
+{{- define "eurekube.imagePullSecrets" -}}
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+{{- range . }}
+- name: {{ . }}
+{{- end }}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,176 @@
+package helmchart
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// What may differ between the chart (default values, release eurekube in
+// eurekube-system) and manifests/default, and why. Everything else of every
+// object must be equal: the CRD, RBAC rules, the Deployment (args, env,
+// ports, probes, security contexts, volumes, affinity, strategy), the
+// webhook configuration, Services, the PodDisruptionBudget and cert-manager's
+// objects.
+//
+//   - Labels: Helm's own (instance, managed-by, version, helm.sh/chart) are
+//     added; every label of manifests/ must still be there, same value.
+//   - The Namespace: manifests/default creates eurekube-system; Helm installs
+//     into the release namespace (helm install --create-namespace) and never
+//     owns it, so uninstalling does not delete everything else in it.
+//   - Helm hooks (the pre-delete uninstall Job and its RBAC): Helm runs them
+//     around an install; kustomize has no such step.
+//   - The manager container's imagePullPolicy: a chart value, set
+//     explicitly; manifests/ leave Kubernetes' default, which is the same
+//     (IfNotPresent) for a tagged image.
+var (
+	onlyInManifests = map[string]string{
+		"Namespace eurekube-system": "Helm installs into the release namespace and never owns it",
+	}
+	hookAnnotation = "helm.sh/hook"
+)
+
+func TestChart_DefaultValuesInstallWhatManifestsDefaultInstalls(t *testing.T) {
+	chart := withoutHooks(render(t, releaseNamespace, ""))
+	manifests := kustomize(t, "default")
+
+	want := map[string]*unstructured.Unstructured{}
+	for _, u := range manifests {
+		if _, ok := onlyInManifests[key(u)]; !ok {
+			want[key(u)] = u
+		}
+	}
+	got := map[string]*unstructured.Unstructured{}
+	for _, u := range chart {
+		got[key(u)] = u
+	}
+	if missing, extra := diffKeys(want, got); len(missing)+len(extra) > 0 {
+		t.Fatalf("the chart's objects differ from manifests/default's:\nonly in manifests/default: %v\nonly in the chart: %v", missing, extra)
+	}
+
+	for k, m := range want {
+		c := got[k]
+		t.Run(k, func(t *testing.T) {
+			for name, value := range m.GetLabels() {
+				if c.GetLabels()[name] != value {
+					t.Errorf("label %s = %q, want %q as in manifests/default", name, c.GetLabels()[name], value)
+				}
+			}
+			for _, d := range diff("", comparable(m).Object, comparable(c).Object) {
+				t.Errorf("%s", d)
+			}
+		})
+	}
+}
+
+// withoutHooks drops Helm's hooks, which run around a release rather than
+// being part of it.
+func withoutHooks(objs objects) objects {
+	var out objects
+	for _, u := range objs {
+		if _, ok := u.GetAnnotations()[hookAnnotation]; !ok {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// comparable is a copy of u without what may differ (see above).
+func comparable(u *unstructured.Unstructured) *unstructured.Unstructured {
+	c := u.DeepCopy()
+	c.SetLabels(nil)
+	if c.GetKind() == "Deployment" {
+		containers, _, _ := unstructured.NestedSlice(c.Object, "spec", "template", "spec", "containers")
+		for _, ctr := range containers {
+			delete(ctr.(map[string]any), "imagePullPolicy")
+		}
+		_ = unstructured.SetNestedSlice(c.Object, containers, "spec", "template", "spec", "containers")
+	}
+	return c
+}
+
+func diffKeys(want, got map[string]*unstructured.Unstructured) (missing, extra []string) {
+	for k := range want {
+		if got[k] == nil {
+			missing = append(missing, k)
+		}
+	}
+	for k := range got {
+		if want[k] == nil {
+			extra = append(extra, k)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	return missing, extra
+}
+
+// diff lists where two decoded objects differ, by path: "manifests" is
+// manifests/default's value, "chart" the chart's.
+func diff(path string, manifests, chart any) []string {
+	if reflect.DeepEqual(normalize(manifests), normalize(chart)) {
+		return nil
+	}
+	mm, mok := manifests.(map[string]any)
+	cm, cok := chart.(map[string]any)
+	if mok && cok {
+		var out []string
+		for _, k := range unionKeys(mm, cm) {
+			out = append(out, diff(path+"."+k, mm[k], cm[k])...)
+		}
+		return out
+	}
+	ms, mok := manifests.([]any)
+	cs, cok := chart.([]any)
+	if mok && cok && len(ms) == len(cs) {
+		var out []string
+		for i := range ms {
+			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), ms[i], cs[i])...)
+		}
+		return out
+	}
+	return []string{fmt.Sprintf("%s:\nmanifests/: %s\nchart: %s", path, toYAML(manifests), toYAML(chart))}
+}
+
+func unionKeys(a, b map[string]any) []string {
+	var keys []string
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// normalize makes numbers comparable: kustomize decodes 5 as int64, Helm's
+// toYaml of a decoded file as float64 in some places.
+func normalize(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = normalize(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = normalize(e)
+		}
+		return out
+	case int64:
+		return float64(v)
+	case int:
+		return float64(v)
+	default:
+		return v
+	}
+}

@@ -1,0 +1,38 @@
+package helmchart
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSchema_RejectsBadValuesNamingTheField(t *testing.T) {
+	cases := []struct {
+		values, field string
+	}{
+		{"manager: {replicas: -1}", "/manager/replicas"},
+		{"manager: {replicas: 0}", "/manager/replicas"},
+		{"certificates: {mode: foo}", "/certificates/mode"},
+		{"webhook: {failurePolicy: Maybe}", "/webhook/failurePolicy"},
+		{"webhook: {timeoutSeconds: 31}", "/webhook/timeoutSeconds"},
+		{"manager: {defaultDrainSeconds: 3601}", "/manager/defaultDrainSeconds"},
+		{"manager: {eurekaURLs: [eureka:8761]}", "/manager/eurekaURLs/0"},
+		{"manager: {resyncPeriod: 30}", "/manager/resyncPeriod"},
+		{"manager: {logLevel: verbose}", "/manager/logLevel"},
+		{"manager: {image: {digest: latest}}", "/manager/image/digest"},
+		{"credentialsNamespaces: [Shop]", "/credentialsNamespaces/0"},
+		{"uninstall: {timeout: forever}", "/uninstall/timeout"},
+		// A typo is an error, not a silently ignored value.
+		{"manager: {replica: 3}", "replica"},
+	}
+	for _, c := range cases {
+		t.Run(c.values, func(t *testing.T) {
+			_, err := helmTemplate(t, releaseNamespace, c.values)
+			if err == nil {
+				t.Fatalf("helm template accepted %q", c.values)
+			}
+			if !strings.Contains(err.Error(), c.field) {
+				t.Errorf("the error does not name %s:\n%v", c.field, err)
+			}
+		})
+	}
+}
