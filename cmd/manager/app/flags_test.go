@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,10 @@ func TestParseFlags_DefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"--metrics-secure", cfg.MetricsSecure, true},
 		{"--log-level", cfg.LogLevel, "info"},
 		{"--excluded-namespace", strings.Join(cfg.ExcludedNamespaces, ","), "kube-system"},
+		{"--certificate-mode", cfg.CertificateMode, "cert-manager"},
+		{"--webhook-configuration", cfg.WebhookConfiguration, "eurekube"},
+		{"--webhook-service", cfg.WebhookService, "eurekube-webhook"},
+		{"--certificate-secret", cfg.CertificateSecret, "eurekube-webhook-tls"},
 		{"POD_NAMESPACE", cfg.Namespace, "eurekube-system"},
 	}
 	for _, c := range checks {
@@ -70,6 +75,11 @@ func TestParseFlags_RefusesInvalidSettingsNamingTheFlag(t *testing.T) {
 		{"Eureka timeout above a minute", []string{"--eureka-timeout=2m"}, "--eureka-timeout 2m0s: want a duration from 1ms to 1m"},
 		{"unknown log level", []string{"--log-level=loud"}, `--log-level "loud"`},
 		{"leader election without a namespace", []string{"--leader-elect"}, "--leader-elect needs the manager's namespace in POD_NAMESPACE"},
+		{"unknown certificate mode", []string{"--certificate-mode=vault"}, `--certificate-mode "vault": want cert-manager or self-managed`},
+		{"self-managed without a namespace", []string{"--certificate-mode=self-managed"}, "--certificate-mode=self-managed needs the manager's namespace in POD_NAMESPACE"},
+		{"webhook configuration not a name", []string{"--certificate-mode=self-managed", "--webhook-configuration=Eurekube!"}, `--webhook-configuration "Eurekube!": want the name of an object`},
+		{"webhook service not a name", []string{"--certificate-mode=self-managed", "--webhook-service=eurekube.webhook"}, `--webhook-service "eurekube.webhook": want the name of an object`},
+		{"empty certificate Secret", []string{"--certificate-mode=self-managed", "--certificate-secret="}, `--certificate-secret "": want the name of an object`},
 		{"stray argument", []string{"--registrar-image=r:1", "serve"}, `unexpected arguments ["serve"]`},
 	}
 	for _, tc := range cases {
@@ -91,5 +101,39 @@ func TestParseFlags_HelpIsNotAnError(t *testing.T) {
 	}
 	if !strings.Contains(usage.String(), "--registrar-image") {
 		t.Fatalf("usage does not list the flags:\n%s", usage.String())
+	}
+}
+
+func TestParseFlags_SelfManagedCertificatesNeedNoCertDir(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "eurekube-system")
+	cfg, err := ParseFlags([]string{"--registrar-image=r:1", "--certificate-mode=self-managed", "--cert-dir="}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CertificateMode != CertificateModeSelfManaged {
+		t.Fatalf("--certificate-mode = %q", cfg.CertificateMode)
+	}
+}
+
+// The flags' defaults name the objects of manifests/: one fact, two
+// homes, compared here.
+func TestCertificateDefaults_NameTheManifestsObjects(t *testing.T) {
+	checks := []struct {
+		file, want string
+	}{
+		{"../../../manifests/webhook/mutating_webhook.yaml", "name: " + DefaultWebhookConfiguration + "\n"},
+		{"../../../manifests/webhook/service.yaml", "name: " + DefaultWebhookService + "\n"},
+		{"../../../manifests/certmanager/certificates.yaml", "secretName: " + DefaultCertificateSecret + "\n"},
+		{"../../../manifests/certmanager/certificates.yaml", "- " + ServiceDNSNames(DefaultWebhookService, "eurekube-system")[0] + "\n"},
+		{"../../../manifests/certmanager/certificates.yaml", "- " + ServiceDNSNames(DefaultWebhookService, "eurekube-system")[1] + "\n"},
+	}
+	for _, c := range checks {
+		data, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), c.want) {
+			t.Errorf("%s has no %q", c.file, strings.TrimSpace(c.want))
+		}
 	}
 }

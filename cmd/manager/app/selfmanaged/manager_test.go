@@ -120,8 +120,13 @@ func (e *env) start(lifetimes app.CertificateLifetimes) *replica {
 	t.Cleanup(func() {
 		cancel()
 		<-r.done
+		data, _ := os.ReadFile(logPath)
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, `"part":"certificates"`) && strings.Contains(line, `"level":"error"`) {
+				t.Errorf("the manager logged an error about certificates: %s", line)
+			}
+		}
 		if t.Failed() {
-			data, _ := os.ReadFile(logPath)
 			t.Logf("manager on port %d logged:\n%s", r.webhookPort, tail(string(data), 60))
 		}
 		// The log file stays open: controller-runtime's and client-go's
