@@ -16,6 +16,10 @@ COPY . .
 ENV CGO_ENABLED=0
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     go build -trimpath -ldflags='-s -w' -o /out/ ./cmd/manager ./cmd/registrar
+# The manager is also the eurekube command line when called eurekube (the
+# Helm chart's pre-delete hook runs /eurekube uninstall).
+# Relative, so it resolves in both stages (a copy, if COPY follows it).
+RUN ln -s manager /out/eurekube
 
 # distroless/static:nonroot: no shell, no package manager, uid 65532.
 FROM gcr.io/distroless/static-debian12:nonroot AS registrar
@@ -25,6 +29,7 @@ EXPOSE 9901
 ENTRYPOINT ["/registrar"]
 
 FROM gcr.io/distroless/static-debian12:nonroot AS manager
+COPY --from=builder /out/eurekube /eurekube
 COPY --from=builder /out/manager /manager
 USER 65532:65532
 EXPOSE 9443 8080 8081

@@ -1,6 +1,11 @@
 // Command manager is Eurekube's manager: the pod injection webhook, the
 // EurekaSyncer reconciler, health probes and metrics in one process. Run it
 // with --help for its flags; package app holds the rest.
+//
+// Invoked as eurekube (the manager image links /eurekube to it), it is the
+// eurekube command line instead: the Helm chart's pre-delete hook runs
+// `/eurekube uninstall` from the manager image, so uninstalling needs no
+// image of its own and the image no second copy of the same libraries.
 package main
 
 import (
@@ -9,26 +14,40 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/pflag"
 
+	"github.com/eurekube/eurekube/cli"
 	"github.com/eurekube/eurekube/cmd/manager/app"
 )
 
+// cliName is the name under which the manager runs the command line.
+const cliName = "eurekube"
+
 func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	code := run(ctx)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context) int {
+	if filepath.Base(os.Args[0]) == cliName {
+		return cli.Main(ctx, os.Args, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
+	}
 	cfg, err := app.ParseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, pflag.ErrHelp) {
-		return
+		return 0
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-		os.Exit(2)
+		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
 	if err := app.Run(ctx, cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }

@@ -133,7 +133,8 @@ func rootFS(spec Spec, binary []byte, meta Metadata) ([]byte, error) {
 		name     string
 		mode     int64
 		uid, gid int
-		data     []byte // nil for a directory
+		data     []byte // nil for a directory or a link
+		target   string // a symbolic link's
 	}
 	entries := []entry{
 		{name: "etc/", mode: 0o755},
@@ -147,6 +148,9 @@ func rootFS(spec Spec, binary []byte, meta Metadata) ([]byte, error) {
 		{name: "tmp/", mode: 0o1777},
 		{name: spec.Name, mode: 0o755, data: binary},
 	}
+	for _, link := range spec.Links {
+		entries = append(entries, entry{name: link, mode: 0o777, target: spec.Entrypoint()})
+	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
@@ -154,9 +158,12 @@ func rootFS(spec Spec, binary []byte, meta Metadata) ([]byte, error) {
 			Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.gid,
 			ModTime: meta.Created, Format: tar.FormatPAX,
 		}
-		if e.data == nil {
+		switch {
+		case e.target != "":
+			h.Typeflag, h.Linkname = tar.TypeSymlink, e.target
+		case e.data == nil:
 			h.Typeflag = tar.TypeDir
-		} else {
+		default:
 			h.Typeflag, h.Size = tar.TypeReg, int64(len(e.data))
 		}
 		if err := tw.WriteHeader(h); err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -176,6 +177,11 @@ func TestArchives_HoldTheBuiltBinaryAndNoShell(t *testing.T) {
 			if got, want := sha256.Sum256(inImage), sha256.Sum256(a.binary); got != want {
 				t.Errorf("/%s sha256 %s, the built binary's %s", spec.Name, hex.EncodeToString(got[:]), hex.EncodeToString(want[:]))
 			}
+			for _, link := range spec.Links {
+				if h, ok := a.modes[link]; !ok || h.Typeflag != tar.TypeSymlink {
+					t.Errorf("no link /%s to the entrypoint", link)
+				}
+			}
 			// The entrypoint is the only executable file: no shell, no
 			// busybox, nothing an attacker could exec into.
 			for name, h := range a.modes {
@@ -185,6 +191,12 @@ func TestArchives_HoldTheBuiltBinaryAndNoShell(t *testing.T) {
 				}
 				if h.Typeflag == tar.TypeReg && h.Mode&0o111 != 0 && name != spec.Name {
 					t.Errorf("%s is executable", name)
+				}
+				if h.Typeflag == tar.TypeSymlink {
+					if !slices.Contains(spec.Links, name) || h.Linkname != spec.Entrypoint() {
+						t.Errorf("%s links to %s; only the spec's links to the entrypoint are allowed", name, h.Linkname)
+					}
+					continue
 				}
 				if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeDir {
 					t.Errorf("%s is neither a file nor a directory (type %c)", name, h.Typeflag)

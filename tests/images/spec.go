@@ -13,6 +13,9 @@ type Spec struct {
 	Env []string
 	// Description is the org.opencontainers.image.description label.
 	Description string
+	// Links are more names of the binary, each a symbolic link /<link> →
+	// the entrypoint: a multi-call binary runs as what it is called.
+	Links []string
 }
 
 // Entrypoint is where the binary lies in the image: /<name>.
@@ -36,8 +39,10 @@ const User = "65532:65532"
 var (
 	Registrar = Spec{Name: "registrar", Package: "./cmd/registrar", Ports: []int{9901},
 		Description: "Eurekube's sidecar: registers its pod in Netflix Eureka and cancels it when the pod terminates"}
-	Manager = Spec{Name: "manager", Package: "./cmd/manager", Ports: []int{9443, 8080, 8081},
-		Description: "Eurekube's manager: the admission webhook and the EurekaSyncer reconciler"}
+	// Manager is also the eurekube command line, as /eurekube: the Helm
+	// chart's pre-delete hook runs `/eurekube uninstall` from this image.
+	Manager = Spec{Name: "manager", Package: "./cmd/manager", Ports: []int{9443, 8080, 8081}, Links: []string{"eurekube"},
+		Description: "Eurekube's manager: the admission webhook and the EurekaSyncer reconciler (and, as /eurekube, its command line)"}
 	// TestApp answers HTTP on LISTEN_ADDR; the image sets it to :8080.
 	TestApp = Spec{Name: "testapp", Package: "./tests/testapp", Ports: []int{8080},
 		Env: []string{"LISTEN_ADDR=:8080"}, Description: "The app the end-to-end pods run"}
