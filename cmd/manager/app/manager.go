@@ -202,6 +202,7 @@ func setupControllers(mgr manager.Manager, cfg Config, clusterID string, log *lo
 		ResyncPeriod:      cfg.ResyncPeriod,
 		EurekaTimeout:     cfg.EurekaTimeout,
 		DefaultEurekaURLs: cfg.EurekaURLs,
+		RegistrarImage:    cfg.RegistrarImage,
 		Logger:            log.WithField("controller", "eurekasyncer"),
 	})
 	if err != nil {
