@@ -1,0 +1,92 @@
+package helmchart
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/tests/harness"
+)
+
+// A real kube-apiserver (envtest, with cert-manager's CRDs) takes every
+// object the chart renders, and Pod Security `restricted`, enforced on the
+// release namespace as manifests/default enforces it, admits the pods of
+// the manager's Deployment and of the uninstall Job. There are no
+// controllers: nothing runs, which is all validation and admission need.
+func TestChart_TheAPIServerTakesEveryObjectAndPodSecurityRestrictedAdmitsItsPods(t *testing.T) {
+	crds, err := harness.CertManagerCRDDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := harness.ControlPlaneT(t, harness.ControlPlaneOptions{CRDPaths: []string{crds}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   releaseNamespace,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"},
+	}}
+	if err := cp.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+
+	apply := func(t *testing.T, values string, extra ...string) objects {
+		t.Helper()
+		raw, err := helmTemplate(t, releaseNamespace, values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "rendered.yaml")
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := append([]string{"--kubeconfig", cp.Kubeconfig, "apply", "--server-side", "--field-manager=helm", "-f", path}, extra...)
+		if _, err := run(tools.kubectl, args...); err != nil {
+			t.Fatal(err)
+		}
+		objs, err := harness.DecodeObjects(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return objs
+	}
+
+	// Created for real: the pods below run as its ServiceAccounts.
+	objs := apply(t, "")
+	t.Run("self-managed certificates", func(t *testing.T) {
+		apply(t, "certificates: {mode: self-managed}\n", "--dry-run=server")
+	})
+
+	var d appsv1.Deployment
+	objs.typed(t, "Deployment", "eurekube-manager", &d)
+	var job batchv1.Job
+	objs.typed(t, "Job", "eurekube-uninstall", &job)
+	for name, spec := range map[string]corev1.PodSpec{"manager": d.Spec.Template.Spec, "uninstall": job.Spec.Template.Spec} {
+		t.Run("the "+name+" pod passes Pod Security restricted", func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: releaseNamespace}, Spec: spec}
+			if err := cp.Client.Create(ctx, pod, client.DryRunAll); err != nil {
+				t.Fatalf("the API server refused the %s pod: %v", name, err)
+			}
+		})
+	}
+	// Without this the tests above would also pass if Pod Security were not
+	// enforced at all.
+	t.Run("a pod without the security contexts is refused", func(t *testing.T) {
+		spec := *d.Spec.Template.Spec.DeepCopy()
+		spec.SecurityContext = nil
+		spec.Containers[0].SecurityContext = nil
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "lax", Namespace: releaseNamespace}, Spec: spec}
+		err := cp.Client.Create(ctx, pod, client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
+			t.Fatalf("create a pod without securityContext in %s: %v, want a PodSecurity violation", releaseNamespace, err)
+		}
+	})
+}
