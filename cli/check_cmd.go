@@ -53,7 +53,7 @@ type checkFlags struct {
 func runCheck(ctx context.Context, e *env, args []string) error {
 	var f checkFlags
 	fs := e.flagSet("check", "[flags]", checkHelp)
-	f.kube.add(fs, false)
+	f.kube.add(fs, "")
 	f.manager.add(fs)
 	fs.StringVar(&f.webhookConfiguration, "webhook-configuration", app.DefaultWebhookConfiguration, "name of Eurekube's MutatingWebhookConfiguration")
 	fs.IntVar(&f.certDays, "cert-days", 14, "fail when the webhook's certificate expires within this many days")

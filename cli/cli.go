@@ -140,8 +140,7 @@ func parse(fs *pflag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard) // errors are printed once, by exit
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			fs.Usage()
-			return err
+			return err // pflag printed the usage
 		}
 		return usageError{err.Error()}
 	}

@@ -93,7 +93,7 @@ func runInject(ctx context.Context, e *env, args []string) error {
 	fs.StringSliceVar(&f.excluded, "excluded-namespace", defaults.ExcludedNamespaces, "the manager's --excluded-namespace (its own namespace is always excluded)")
 	fs.StringVar(&f.logLevel, "log-level", defaults.LogLevel, "the manager's --log-level, which the registrar inherits")
 	f.manager.add(fs)
-	f.kube.add(fs, true)
+	f.kube.add(fs, `namespace of the documents that name none (default "default")`)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

@@ -22,11 +22,13 @@ type kubeFlags struct {
 	namespace  string
 }
 
-func (k *kubeFlags) add(fs *pflag.FlagSet, withNamespace bool) {
+// add adds the flags; namespaceHelp, when not empty, adds -n/--namespace
+// with that help.
+func (k *kubeFlags) add(fs *pflag.FlagSet, namespaceHelp string) {
 	fs.StringVar(&k.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config, else the in-cluster config)")
 	fs.StringVar(&k.context, "context", "", "kubeconfig context to use (default: the current context)")
-	if withNamespace {
-		fs.StringVarP(&k.namespace, "namespace", "n", "", "namespace (default: the context's namespace)")
+	if namespaceHelp != "" {
+		fs.StringVarP(&k.namespace, "namespace", "n", "", namespaceHelp)
 	}
 }
 

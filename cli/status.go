@@ -41,7 +41,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	var all bool
 	var output string
 	fs := e.flagSet("status", "[-n NAMESPACE | -A] [-o wide|yaml|json]", statusHelp)
-	kube.add(fs, true)
+	kube.add(fs, "only the syncers of this namespace (default: every namespace)")
 	fs.BoolVarP(&all, "all-namespaces", "A", false, "every namespace (the default unless -n is given)")
 	fs.StringVarP(&output, "output", "o", "", "output format: wide, yaml or json (default: the table)")
 	if err := parse(fs, args); err != nil {

@@ -31,7 +31,7 @@ func runUninstall(ctx context.Context, e *env, args []string) error {
 	var kube kubeFlags
 	var timeout time.Duration
 	fs := e.flagSet("uninstall", "[--timeout=5m]", uninstallHelp)
-	kube.add(fs, false)
+	kube.add(fs, "")
 	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the manager to detach every syncer")
 	if err := parse(fs, args); err != nil {
 		return err
