@@ -8,35 +8,56 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/eurekube/eurekube/cmd/manager/app"
 )
 
-// What may differ between the chart (default values, release eurekube in
-// eurekube-system) and manifests/default, and why. Everything else of every
-// object must be equal: the CRD, RBAC rules, the Deployment (args, env,
-// ports, probes, security contexts, volumes, affinity, strategy), the
-// webhook configuration, Services, the PodDisruptionBudget and cert-manager's
-// objects.
+// What may differ between the chart (release eurekube in eurekube-system)
+// and manifests/, and why. Everything else of every object must be equal:
+// the CRD, RBAC rules, the Deployment (args, env, ports, probes, security
+// contexts, volumes, affinity, strategy), the webhook configuration,
+// Services, the PodDisruptionBudget and cert-manager's objects.
 //
 //   - Labels: Helm's own (instance, managed-by, version, helm.sh/chart) are
 //     added; every label of manifests/ must still be there, same value.
-//   - The Namespace: manifests/default creates eurekube-system; Helm installs
-//     into the release namespace (helm install --create-namespace) and never
-//     owns it, so uninstalling does not delete everything else in it.
+//   - The Namespace: manifests/ create eurekube-system; Helm installs into
+//     the release namespace (helm install --create-namespace) and never owns
+//     it, so uninstalling does not delete everything else in it.
 //   - Helm hooks (the pre-delete uninstall Job and its RBAC): Helm runs them
-//     around an install; kustomize has no such step.
+//     around a release; kustomize has no such step.
 //   - The manager container's imagePullPolicy: a chart value, set
 //     explicitly; manifests/ leave Kubernetes' default, which is the same
 //     (IfNotPresent) for a tagged image.
+//   - In self-managed mode, the flags naming the webhook configuration, its
+//     Service and the certificate Secret: the chart passes them because
+//     those names follow the release name; manifests/self-managed leaves the
+//     manager's defaults, which are the same names for release eurekube.
 var (
 	onlyInManifests = map[string]string{
 		"Namespace eurekube-system": "Helm installs into the release namespace and never owns it",
 	}
 	hookAnnotation = "helm.sh/hook"
+	defaultFlags   = []string{
+		"--webhook-configuration=" + app.DefaultWebhookConfiguration,
+		"--webhook-service=" + app.DefaultWebhookService,
+		"--certificate-secret=" + app.DefaultCertificateSecret,
+	}
 )
 
 func TestChart_DefaultValuesInstallWhatManifestsDefaultInstalls(t *testing.T) {
-	chart := withoutHooks(render(t, releaseNamespace, ""))
-	manifests := kustomize(t, "default")
+	compareWithManifests(t, "", "default")
+}
+
+func TestChart_SelfManagedCertificatesInstallWhatManifestsSelfManagedInstalls(t *testing.T) {
+	compareWithManifests(t, "certificates: {mode: "+app.CertificateModeSelfManaged+"}\n", "self-managed")
+}
+
+// compareWithManifests renders the chart with values and fails where it
+// differs from manifests/<dir> in more than what may differ (above).
+func compareWithManifests(t *testing.T, values, dir string) {
+	t.Helper()
+	chart := withoutHooks(render(t, releaseNamespace, values))
+	manifests := kustomize(t, dir)
 
 	want := map[string]*unstructured.Unstructured{}
 	for _, u := range manifests {
@@ -49,7 +70,7 @@ func TestChart_DefaultValuesInstallWhatManifestsDefaultInstalls(t *testing.T) {
 		got[key(u)] = u
 	}
 	if missing, extra := diffKeys(want, got); len(missing)+len(extra) > 0 {
-		t.Fatalf("the chart's objects differ from manifests/default's:\nonly in manifests/default: %v\nonly in the chart: %v", missing, extra)
+		t.Fatalf("the chart's objects differ from manifests/%s's:\nonly in manifests/%s: %v\nonly in the chart: %v", dir, dir, missing, extra)
 	}
 
 	for k, m := range want {
@@ -57,11 +78,11 @@ func TestChart_DefaultValuesInstallWhatManifestsDefaultInstalls(t *testing.T) {
 		t.Run(k, func(t *testing.T) {
 			for name, value := range m.GetLabels() {
 				if c.GetLabels()[name] != value {
-					t.Errorf("label %s = %q, want %q as in manifests/default", name, c.GetLabels()[name], value)
+					t.Errorf("label %s = %q, want %q as in manifests/%s", name, c.GetLabels()[name], value, dir)
 				}
 			}
 			for _, d := range diff("", comparable(m).Object, comparable(c).Object) {
-				t.Errorf("%s", d)
+				t.Errorf("differs from manifests/%s at %s", dir, d)
 			}
 		})
 	}
@@ -86,7 +107,14 @@ func comparable(u *unstructured.Unstructured) *unstructured.Unstructured {
 	if c.GetKind() == "Deployment" {
 		containers, _, _ := unstructured.NestedSlice(c.Object, "spec", "template", "spec", "containers")
 		for _, ctr := range containers {
-			delete(ctr.(map[string]any), "imagePullPolicy")
+			ctr := ctr.(map[string]any)
+			delete(ctr, "imagePullPolicy")
+			if args, ok := ctr["args"].([]any); ok {
+				ctr["args"] = slices.DeleteFunc(args, func(a any) bool {
+					s, _ := a.(string)
+					return slices.Contains(defaultFlags, s)
+				})
+			}
 		}
 		_ = unstructured.SetNestedSlice(c.Object, containers, "spec", "template", "spec", "containers")
 	}
