@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/certs"
@@ -78,6 +80,18 @@ type replica struct {
 // cmd/manager would, with leader election on, and waits until /readyz
 // passes.
 func (e *env) start(lifetimes app.CertificateLifetimes) *replica {
+	e.t.Helper()
+	return e.startWith(cp.Config, lifetimes, []string{
+		"--registrar-image=eurekube/registrar:test",
+		"--certificate-mode=self-managed",
+		"--webhook-configuration=" + e.webhook,
+		"--leader-elect",
+	})
+}
+
+// startWith runs a manager with args, then this machine's addresses and
+// ports, as the user of restCfg.
+func (e *env) startWith(restCfg *rest.Config, lifetimes app.CertificateLifetimes, args []string) *replica {
 	t := e.t
 	t.Helper()
 	r := &replica{done: make(chan struct{})}
@@ -88,19 +102,15 @@ func (e *env) start(lifetimes app.CertificateLifetimes) *replica {
 		}
 	}
 	t.Setenv("POD_NAMESPACE", e.namespace)
-	cfg, err := app.ParseFlags([]string{
-		"--registrar-image=eurekube/registrar:test",
+	cfg, err := app.ParseFlags(append(slices.Clone(args),
 		"--cluster-id=selfmanaged-test",
-		"--certificate-mode=self-managed",
-		"--webhook-configuration=" + e.webhook,
 		"--webhook-host=127.0.0.1",
-		"--webhook-port=" + strconv.Itoa(r.webhookPort),
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(r.metricsPort),
+		"--webhook-port="+strconv.Itoa(r.webhookPort),
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(r.metricsPort),
 		"--metrics-secure=false",
-		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(r.healthPort),
-		"--leader-elect",
+		"--health-probe-bind-address=127.0.0.1:"+strconv.Itoa(r.healthPort),
 		"--log-level=debug",
-	}, io.Discard)
+	), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +119,7 @@ func (e *env) start(lifetimes app.CertificateLifetimes) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.RestConfig, cfg.LogOutput, cfg.CertificateLifetimes = cp.Config, logFile, lifetimes
+	cfg.RestConfig, cfg.LogOutput, cfg.CertificateLifetimes = restCfg, logFile, lifetimes
 
 	ctx, cancel := context.WithCancel(context.Background())
 	runErr := make(chan error, 1)
@@ -124,6 +134,9 @@ func (e *env) start(lifetimes app.CertificateLifetimes) *replica {
 		for _, line := range strings.Split(string(data), "\n") {
 			if strings.Contains(line, `"part":"certificates"`) && strings.Contains(line, `"level":"error"`) {
 				t.Errorf("the manager logged an error about certificates: %s", line)
+			}
+			if strings.Contains(line, "forbidden") {
+				t.Errorf("the manager was refused something: %s", line)
 			}
 		}
 		if t.Failed() {
