@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/eurekube/eurekube/certs"
 )
@@ -133,4 +134,46 @@ func handshake(t *testing.T, dir string, caPEM []byte, serverName string) error 
 		return err
 	}
 	return c.Close()
+}
+
+func TestStoredCertificates_ReadBackAndNeverOutliveTheirCA(t *testing.T) {
+	ca, err := certs.NewCA("test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, err := ca.KeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := certs.LoadCA(ca.PEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := loaded.Issue(certs.ServingOptions{DNSNames: []string{"a.b.svc"}, Validity: 48 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Cert.CheckSignatureFrom(ca.Cert) != nil {
+		t.Fatal("the CA read back signs with another key")
+	}
+	if s.Cert.NotAfter.After(ca.Cert.NotAfter) {
+		t.Fatalf("serving certificate valid until %s, after its CA %s", s.Cert.NotAfter, ca.Cert.NotAfter)
+	}
+	if _, err := certs.LoadServing(s.CertPEM, s.KeyPEM); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := certs.LoadServing(s.CertPEM, keyPEM); err == nil {
+		t.Fatal("a serving certificate was read back with another key")
+	}
+	other, err := certs.NewCA("other", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := certs.EncodeBundle(ca.Cert, other.Cert)
+	if !certs.BundleHolds(bundle, ca.Cert) || !certs.BundleHolds(bundle, other.Cert) || certs.BundleHolds(ca.PEM, other.Cert) {
+		t.Fatal("BundleHolds is wrong")
+	}
+	if want := ca.Cert.NotAfter.Add(-20 * time.Minute); !certs.RenewAt(ca.Cert).Equal(want) {
+		t.Fatalf("RenewAt = %s, want a third of the validity before expiry, %s", certs.RenewAt(ca.Cert), want)
+	}
 }
