@@ -48,7 +48,9 @@ func TestChart_TheAPIServerTakesEveryObjectAndPodSecurityRestrictedAdmitsItsPods
 		if err := os.WriteFile(path, raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		args := append([]string{"--kubeconfig", cp.Kubeconfig, "apply", "--server-side", "--field-manager=helm", "-f", path}, extra...)
+		// The control plane installed manifests/crd/bases; the chart's CRD
+		// takes it over, as a helm upgrade would.
+		args := append([]string{"--kubeconfig", cp.Kubeconfig, "apply", "--server-side", "--force-conflicts", "--field-manager=helm", "-f", path}, extra...)
 		if _, err := run(tools.kubectl, args...); err != nil {
 			t.Fatal(err)
 		}
