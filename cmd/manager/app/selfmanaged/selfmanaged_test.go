@@ -37,6 +37,9 @@ func TestSelfManaged_EveryReplicaServesTheLeadersCertificateTrustedByTheCABundle
 			t.Errorf("%s serves serial %s, want the Secret's %s", name, served.SerialNumber, want.SerialNumber)
 		}
 	}
+	if now := e.secret(); now.ResourceVersion != secret.ResourceVersion {
+		t.Error("the Secret was written again after the second replica started: only the leader writes, and it had nothing to change")
+	}
 	if want.NotAfter.Sub(want.NotBefore) != certs.DefaultServingValidity {
 		t.Errorf("serving certificate valid for %s, want %s", want.NotAfter.Sub(want.NotBefore), certs.DefaultServingValidity)
 	}
