@@ -12,8 +12,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -79,6 +82,9 @@ func TestChart_TheAPIServerTakesEveryObjectAndPodSecurityRestrictedAdmitsItsPods
 			}
 		})
 	}
+	t.Run("the uninstall Job's ServiceAccount may delete every syncer and wait", func(t *testing.T) {
+		uninstallAsTheJob(ctx, t, cp)
+	})
 	// Without this the tests above would also pass if Pod Security were not
 	// enforced at all.
 	t.Run("a pod without the security contexts is refused", func(t *testing.T) {
@@ -91,4 +97,52 @@ func TestChart_TheAPIServerTakesEveryObjectAndPodSecurityRestrictedAdmitsItsPods
 			t.Fatalf("create a pod without securityContext in %s: %v, want a PodSecurity violation", releaseNamespace, err)
 		}
 	})
+}
+
+// uninstallAsTheJob runs `eurekube uninstall` (cmd/eurekube, what the Job
+// runs) as the Job's ServiceAccount, through impersonation, against a syncer
+// in its own namespace: the Job's RBAC must let it list, delete and wait.
+// With no manager running the syncer has no finalizer and goes at once.
+func uninstallAsTheJob(ctx context.Context, t *testing.T, cp *harness.ControlPlane) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}
+	if err := cp.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	syncer := &eurekubev1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns.Name}}
+	syncer.Spec.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "orders"}}
+	syncer.Spec.Port = intstr.FromString("http")
+	if err := cp.Client.Create(ctx, syncer); err != nil {
+		t.Fatal(err)
+	}
+
+	kubeconfig, err := clientcmd.LoadFromFile(cp.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range kubeconfig.AuthInfos {
+		// Who a ServiceAccount's token authenticates as.
+		user.Impersonate = "system:serviceaccount:" + releaseNamespace + ":eurekube-uninstall"
+		user.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNamespace, "system:authenticated"}
+	}
+	asJob := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kubeconfig, asJob); err != nil {
+		t.Fatal(err)
+	}
+	bin, cleanup, err := harness.BuildTemp("./cmd/eurekube")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	out, err := run(bin, "uninstall", "--timeout=1m", "--kubeconfig", asJob)
+	if err != nil {
+		t.Fatalf("eurekube uninstall as ServiceAccount %s/eurekube-uninstall: %v", releaseNamespace, err)
+	}
+	var left eurekubev1alpha1.EurekaSyncerList
+	if err := cp.Client.List(ctx, &left); err != nil {
+		t.Fatal(err)
+	}
+	if len(left.Items) > 0 {
+		t.Errorf("eurekube uninstall left %d syncers:\n%s", len(left.Items), out)
+	}
 }

@@ -5,5 +5,6 @@
 // manifests/default, built with kubectl kustomize), every namespace
 // reference following the release namespace, and a real kube-apiserver
 // (envtest) taking every rendered object, with Pod Security restricted
-// admitting the manager's and the uninstall Job's pods.
+// admitting the manager's and the uninstall Job's pods, and `eurekube
+// uninstall` deleting syncers as the uninstall Job's ServiceAccount.
 package helmchart
