@@ -32,6 +32,10 @@ func TestUninstall_APreDeleteJobDetachesEverySyncerWhileTheManagerRuns(t *testin
 		}
 	}
 
+	if p := job.Annotations["helm.sh/hook-output-log-policy"]; p != "hook-failed" {
+		t.Errorf("the Job's helm.sh/hook-output-log-policy is %q, want hook-failed: a failed uninstall shows the syncers left", p)
+	}
+
 	pod := job.Spec.Template.Spec
 	if len(pod.Containers) != 1 {
 		t.Fatalf("the Job runs %d containers, want 1", len(pod.Containers))
