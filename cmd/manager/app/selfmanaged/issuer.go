@@ -125,9 +125,11 @@ func (i *Issuer) Start(ctx context.Context) error {
 			retry = min(2*retry, maxRetry)
 		} else {
 			retry = minRetry
-			wait = time.Until(recheck)
+			// A recheck already due (a renewal waiting for the caBundle)
+			// is polled each second, not spun on.
+			wait = max(time.Until(recheck), minRetry)
 		}
-		timer := time.NewTimer(max(wait, 0))
+		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			timer.Stop()

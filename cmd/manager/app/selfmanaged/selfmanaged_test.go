@@ -87,7 +87,8 @@ func TestSelfManaged_RestoresACABundleSomeoneReset(t *testing.T) {
 
 func TestSelfManaged_RotatesTheServingCertificateWithoutARestart(t *testing.T) {
 	e := newEnv(t)
-	r := e.start(app.CertificateLifetimes{Serving: 6 * time.Second})
+	// Renewed at 8 s, 4 s before it expires: slack for a busy machine.
+	r := e.start(app.CertificateLifetimes{Serving: 12 * time.Second})
 	first := leaf(t, e.waitForCertificates())
 
 	// Rotated twice, every handshake trusting the caBundle succeeding.
@@ -109,11 +110,14 @@ func TestSelfManaged_RotatesTheServingCertificateWithoutARestart(t *testing.T) {
 
 func TestSelfManaged_RotatesTheCAKeepingBothInTheCABundleDuringTheOverlap(t *testing.T) {
 	e := newEnv(t)
-	r := e.start(app.CertificateLifetimes{CA: 15 * time.Second, TrustDelay: 2 * time.Second})
+	// The CA rotates at 16 s; the new CA signs the served certificate a
+	// second later, 7 s before the old one (whose certificates never
+	// outlive it) expires: slack for a busy machine.
+	r := e.start(app.CertificateLifetimes{CA: 24 * time.Second, TrustDelay: time.Second})
 	firstCA := parseBundle(t, e.waitForCertificates().Data[certs.CAFile])[0]
 
 	overlap := false
-	harness.Eventually(t, deadline, "the webhook serves a certificate of a new CA, and the old CA left the caBundle", func() error {
+	harness.Eventually(t, deadline+10*time.Second, "the webhook serves a certificate of a new CA, and the old CA left the caBundle", func() error {
 		bundle := parseBundle(t, e.caBundle())
 		overlap = overlap || len(bundle) == 2
 		served, err := e.handshake(r)
