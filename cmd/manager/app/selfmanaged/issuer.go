@@ -115,7 +115,7 @@ func (i *Issuer) Start(ctx context.Context) error {
 	for {
 		wait := retry
 		recheck, err := i.sync(ctx)
-		if apierrors.IsConflict(err) {
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 			// Another writer (a previous leader, a helm upgrade) came
 			// between the read and the write: read again.
 			i.o.Logger.WithError(err).Info("webhook certificates: conflicting write, syncing again")
