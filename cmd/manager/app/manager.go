@@ -96,14 +96,19 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := setupProbes(mgr); err != nil {
 		return err
 	}
-	log.WithFields(logrus.Fields{
+	fields := logrus.Fields{
 		"webhookPort":     cfg.WebhookPort,
 		"certificateMode": cfg.CertificateMode,
 		"certDir":         cfg.CertDir,
 		"leaderElect":     cfg.LeaderElect,
 		"eurekaURLs":      cfg.EurekaURLs,
 		"defaultDrain":    cfg.DefaultDrainSeconds,
-	}).Info("starting manager")
+	}
+	if cfg.CertificateMode == CertificateModeSelfManaged {
+		delete(fields, "certDir")
+		fields["certificateSecret"] = cfg.CertificateSecret
+	}
+	log.WithFields(fields).Info("starting manager")
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
