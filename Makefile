@@ -22,6 +22,11 @@ ARTIFACTS := KUBEBUILDER_ASSETS=$$(tests/tools/envtest/build.sh); \
 	EUREKUBE_SPRING_CLIENT_JAR=$$(tests/spring-client/build.sh); \
 	EUREKUBE_CERT_MANAGER=$$(tests/tools/certmanager/build.sh); \
 	export KUBEBUILDER_ASSETS EUREKUBE_EUREKA_JAR EUREKUBE_SPRING_CLIENT_JAR EUREKUBE_CERT_MANAGER
+# What only the tests use: Helm (the chart's tests) and promtool (the
+# alerts' tests), each built from its Go module.
+TEST_TOOLS := EUREKUBE_HELM=$$(tests/tools/helm/build.sh); \
+	EUREKUBE_PROMTOOL=$$(tests/tools/promtool/build.sh); \
+	export EUREKUBE_HELM EUREKUBE_PROMTOOL
 
 .PHONY: help
 help: ## List the targets.
@@ -32,9 +37,10 @@ deps: ## Install what the build needs that a machine may lack (apt, idempotent).
 	tests/tools/deps.sh
 
 .PHONY: build
-build: ## Build bin/manager and bin/registrar (static).
+build: ## Build bin/manager, bin/registrar and bin/eurekube (static; also bin/kubectl-eurekube, the kubectl plugin).
 	mkdir -p bin
 	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o bin/ ./cmd/...
+	cp bin/eurekube bin/kubectl-eurekube
 
 $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS)
@@ -80,6 +86,7 @@ unit: ## The tests that need nothing but Go (go test -short): seconds, no JVM, n
 test: deps ## Install and build everything needed, then run every test.
 	@start=$$(date +%s); \
 	$(ARTIFACTS); \
+	$(TEST_TOOLS); \
 	go build -o bin/testrun ./tests/tools/testrun; \
 	exec bin/testrun -since $$start -background ./tests/cluster,./tests/registrar \
 	  -beside '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -- $(GO_TEST_FLAGS)
