@@ -63,8 +63,14 @@ func chartDir() string { return filepath.Join(tools.root, "charts", "eurekube") 
 // run runs a command and returns its standard output, or an error with its
 // standard error.
 func run(name string, args ...string) ([]byte, error) {
+	return runEnv(nil, name, args...)
+}
+
+// runEnv is run with more environment variables (NAME=value).
+func runEnv(env []string, name string, args ...string) ([]byte, error) {
 	var stderr bytes.Buffer
 	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
