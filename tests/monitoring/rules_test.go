@@ -2,6 +2,7 @@ package monitoring_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -245,6 +246,11 @@ func TestRules_EveryAlertHasSeverityAnnotationsAndARunbook(t *testing.T) {
 		}
 		if !slices.Contains(headings, a.Alert) {
 			t.Errorf("docs/operations.md has no section %q, the alert's runbook", a.Alert)
+		}
+		// The table of alerts in docs/operations.md repeats each severity.
+		row := fmt.Sprintf("| [%s](#%s) | %s |", a.Alert, strings.ToLower(a.Alert), a.Labels["severity"])
+		if !strings.Contains(string(doc), row) {
+			t.Errorf("docs/operations.md's table of alerts has no row starting %q", row)
 		}
 	}
 }
