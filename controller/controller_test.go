@@ -445,7 +445,7 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 	if err := k8s.Delete(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, patience, "the running pod's instance out of traffic, the orphan gone, the pod to restart named", func() error {
+	harness.Eventually(t, patience, "the running pod's instance out of traffic and the pod told Detached, the orphan gone", func() error {
 		got, err := c.Instance(ctx, inst.App, inst.InstanceID)
 		if err != nil || got.Status != eureka.StatusDown {
 			return fmt.Errorf("running pod's instance: %+v, %v", got.Status, err)
@@ -457,19 +457,24 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 		if apierrors.IsNotFound(err) {
 			return errors.New("finalizer released while an instance was left")
 		}
-		if c := meta.FindStatusCondition(syncer.Status.Conditions, v1alpha1.ConditionSynced); c == nil || c.Reason != "Detaching" || !strings.Contains(c.Message, running.Name) {
-			return fmt.Errorf("Synced condition %+v, want Detaching naming %s", c, running.Name)
+		if c := meta.FindStatusCondition(syncer.Status.Conditions, v1alpha1.ConditionSynced); c == nil || c.Reason != "Detaching" || !strings.Contains(c.Message, "DOWN") {
+			return fmt.Errorf("Synced condition %+v, want Detaching saying the instance stays DOWN", c)
+		}
+		var pod corev1.Pod
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(running), &pod); err != nil {
+			return err
+		}
+		if got := pod.Annotations[v1alpha1.TrafficAnnotation]; got != v1alpha1.TrafficDetached {
+			return fmt.Errorf("pod %s: %s=%q, want %s (what its registrar reads to leave)", pod.Name, v1alpha1.TrafficAnnotation, got, v1alpha1.TrafficDetached)
 		}
 		return nil
 	})
-	// The pod stops: its registrar cancels as it terminates.
+	// Its registrar reads Detached and cancels; the pod runs on, and the
+	// syncer goes: nothing this cluster created is left in Eureka.
 	if err := c.Cancel(ctx, inst.App, inst.InstanceID); err != nil {
 		t.Fatal(err)
 	}
-	if err := k8s.Delete(ctx, running, &clientGrace0); err != nil {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, patience, "syncer gone once nothing is left", func() error {
+	harness.Eventually(t, patience, "syncer gone once nothing is left, the pod still running", func() error {
 		if _, err := getSyncer(s); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("syncer still there (%v)", err)
 		}

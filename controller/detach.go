@@ -12,9 +12,12 @@ import (
 	"github.com/eurekube/eurekube/eureka"
 )
 
-// takeOutOfTraffic re-registers a deleted syncer's remaining instances
-// (those of running pods: orphans are already collected) as DOWN, so
-// callers stop using them while the pods still run.
+// takeOutOfTraffic tells the pods of a deleted syncer that it is gone
+// (annotation eurekube.io/traffic: Detached, which their registrars read
+// from a downward-API file: they cancel and register no more), and
+// meanwhile re-registers its remaining instances (those of running pods:
+// orphans are already collected) as DOWN, so callers stop using them at
+// once.
 //
 // Why DOWN by re-registration and not a cancel or the /status override: a
 // cancelled instance comes back UP at the registrar's next heartbeat (404
@@ -23,8 +26,12 @@ import (
 // heartbeats (Eureka keeps a DOWN the client reported); only the
 // registrar's own re-registration (its app's health changing, or Eureka
 // forgetting it) undoes it, and the next resync marks it DOWN again. The
-// instance leaves Eureka when its pod stops and the registrar cancels.
+// instance leaves Eureka when its registrar reads Detached and cancels
+// (registrars older than Detached: when their pod stops).
 func (r *Reconciler) takeOutOfTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer, cl *eureka.Client, obs *observed) {
+	if _, err := r.syncPodTraffic(ctx, s, v1alpha1.TrafficDetached); err != nil {
+		r.log.WithError(err).WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name}).Warn("deleted syncer: could not mark every pod Detached; retried at the next pass")
+	}
 	if obs.eurekaErr != nil {
 		obs.eurekaReason = reasonDetachBlocked
 		obs.eurekaErr = fmt.Errorf("cannot remove this syncer's instances; the finalizer %s stays until Eureka answers (remove it by hand to abandon them): %w",
@@ -51,7 +58,7 @@ func (r *Reconciler) takeOutOfTraffic(ctx context.Context, s *v1alpha1.EurekaSyn
 		r.log.WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name, "instances": marked}).
 			Info("deleted syncer: instances marked DOWN")
 		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "Detaching", "Detach",
-			"the syncer is being deleted: marked %d instance(s) DOWN (%s); they leave Eureka when their pods stop — restart or delete pods %s to remove the sidecars",
+			"the syncer is being deleted: marked %d instance(s) DOWN (%s); they leave Eureka once the registrars of pods %s read that the syncer is gone (within a minute or two), or when those pods stop",
 			len(marked), names(marked), names(pods))
 	}
 }

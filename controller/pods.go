@@ -107,14 +107,16 @@ func hasDrain(pod *corev1.Pod) bool {
 	return err == nil && seconds > 0
 }
 
-// podsRunningRegistrarOf names the pods, sorted, that still run the
-// registrar the named syncer injected (terminating ones included: their
-// registrar has not left yet).
-func podsRunningRegistrarOf(pods []corev1.Pod, syncer string) []string {
+// podsNotYetDetached names the pods, sorted, that run the registrar the
+// named syncer injected and have not been told that it is gone (annotation
+// eurekube.io/traffic: Detached); terminating ones included: their
+// registrar has not left yet.
+func podsNotYetDetached(pods []corev1.Pod, syncer string) []string {
 	var out []string
 	for i := range pods {
 		pod := &pods[i]
-		if pod.Annotations[v1alpha1.SyncerAnnotation] == syncer && v1alpha1.RunsRegistrar(pod) && !finished(pod) {
+		if pod.Annotations[v1alpha1.SyncerAnnotation] == syncer && v1alpha1.RunsRegistrar(pod) && !finished(pod) &&
+			pod.Annotations[v1alpha1.TrafficAnnotation] != v1alpha1.TrafficDetached {
 			out = append(out, pod.Name)
 		}
 	}

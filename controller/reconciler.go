@@ -266,7 +266,7 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		if err := r.client.List(ctx, &all, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 			return observed{}, nil, fmt.Errorf("list pods: %w", err)
 		}
-		obs.registrarPods = podsRunningRegistrarOf(all.Items, s.Name)
+		obs.registrarPods = podsNotYetDetached(all.Items, s.Name)
 	}
 	cache, err := r.clients.forSyncer(ctx, s)
 	if err != nil {

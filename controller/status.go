@@ -40,8 +40,9 @@ const (
 // observed is what one reconcile measured and did.
 type observed struct {
 	pods podCounts
-	// registrarPods: for a deleted syncer, the pods still running its
-	// registrar.
+	// registrarPods: for a deleted syncer, the pods running its registrar
+	// that have not yet been told it is gone (annotation
+	// eurekube.io/traffic: Detached).
 	registrarPods []string
 	// instances: this cluster's instances of the syncer, orphans removed.
 	instances      []eureka.Instance
@@ -229,10 +230,10 @@ func detachingMessage(obs *observed) string {
 		b.WriteString("; waiting for Eureka to answer to remove its instances")
 	}
 	if n := len(obs.instances); n > 0 {
-		fmt.Fprintf(&b, "; %d instance(s) stay in Eureka, DOWN, until their pods stop", n)
+		fmt.Fprintf(&b, "; %d instance(s) stay in Eureka, DOWN, until their registrars read that the syncer is gone (the kubelet refreshes the pods' %s file within a minute or two) and cancel them, or their pods stop", n, v1alpha1.TrafficAnnotation)
 	}
 	if n := len(obs.registrarPods); n > 0 {
-		fmt.Fprintf(&b, "; %d pod(s) still run its registrar — restart or delete them to remove the sidecars: %s", n, names(obs.registrarPods))
+		fmt.Fprintf(&b, "; %d pod(s) are being told to stop registering: %s", n, names(obs.registrarPods))
 	}
 	return b.String()
 }

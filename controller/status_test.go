@@ -117,11 +117,11 @@ func TestNextStatus(t *testing.T) {
 		want: want{selected: 7, injected: 7, ready: 7, registered: 7, up: 6, readyColumn: "6/7", synced: "False", reachable: "False", injectedCond: "True",
 			syncedReason: reasonEurekaUnreachable, mentions: []string{"http://127.0.0.1:9/eureka", "connection refused"}, lastSync: &earlier},
 	}, {
-		name:   "a deleted syncer is not Synced and says which pods to restart",
+		name:   "a deleted syncer is not Synced and says which pods are still being told to stop registering",
 		syncer: syncerFixture(deleting),
 		obs:    observed{registrarPods: []string{"orders-1"}, instances: instancesFixture("DOWN")},
 		want: want{registered: 1, readyColumn: "0/0", synced: "False", reachable: "True", injectedCond: "True",
-			syncedReason: reasonDetaching, mentions: []string{"orders-1", "restart"}, lastSync: &now},
+			syncedReason: reasonDetaching, mentions: []string{"orders-1", "stop registering", "DOWN"}, lastSync: &now},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

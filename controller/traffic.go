@@ -123,7 +123,7 @@ func (r *Reconciler) applyTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer,
 	var pods podTraffic
 	if s.EffectiveMode() == v1alpha1.ModePod {
 		var err error
-		if pods, err = r.syncPodTraffic(ctx, s, traffic); err != nil {
+		if pods, err = r.syncPodTraffic(ctx, s, string(traffic)); err != nil {
 			obs.traffic.err = err
 		}
 	}
@@ -229,9 +229,10 @@ type podTraffic struct {
 }
 
 // syncPodTraffic keeps the eurekube.io/traffic annotation of the pods this
-// syncer injected equal to spec.traffic, and returns which of them are
-// Ready and which run on a node that is not.
-func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer, traffic v1alpha1.Traffic) (podTraffic, error) {
+// syncer injected equal to traffic (spec.traffic, or TrafficDetached once
+// the syncer is deleted), and returns which of them are Ready and which
+// run on a node that is not.
+func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer, traffic string) (podTraffic, error) {
 	out := podTraffic{lost: map[string]string{}, ready: map[string]bool{}}
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
@@ -251,7 +252,7 @@ func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSynce
 			out.lost[string(p.UID)] = p.Spec.NodeName
 		}
 		out.ready[string(p.UID)] = podReady(p)
-		if p.Annotations[v1alpha1.TrafficAnnotation] == string(traffic) {
+		if p.Annotations[v1alpha1.TrafficAnnotation] == traffic {
 			continue
 		}
 		patch := client.RawPatch(types.MergePatchType,

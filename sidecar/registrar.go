@@ -98,6 +98,20 @@ func (r *Registrar) Run(ctx context.Context) error {
 			if ctx.Err() != nil {
 				continue // shutting down: the next turn cancels
 			}
+			if r.detached() {
+				// The syncer is gone: leave Eureka and stay out. Should the
+				// file change back (the syncer recreated), everything is
+				// sent again.
+				if attempted {
+					r.log.Info("the pod's syncer is gone (traffic file says Detached): cancelling the registration and registering no more")
+					r.cancel()
+					attempted = false
+				}
+				dirty = true
+				next = time.Now().Add(r.heartbeatInterval())
+				timer.Reset(time.Until(next))
+				continue
+			}
 			var err error
 			if dirty {
 				attempted = true

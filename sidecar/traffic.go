@@ -17,11 +17,16 @@ import (
 // first registration, and after every re-registration (Eureka restarted,
 // the lease lost): the manager's override comes only at its next pass.
 
-// The values of the annotation, v1alpha1.TrafficServe and TrafficStandby
-// (the registrar does not import the API, to stay small).
+// The values of the annotation, v1alpha1.TrafficServe, TrafficStandby and
+// TrafficDetached (the registrar does not import the API, to stay small).
+// Detached is written by the manager on the pods of a deleted syncer: the
+// registrar cancels its registration and registers no more, so that
+// uninstalling Eurekube leaves nothing in Eureka while the apps keep
+// running (the idle sidecar leaves at their next rollout).
 const (
-	trafficServe   = "Serve"
-	trafficStandby = "Standby"
+	trafficServe    = "Serve"
+	trafficStandby  = "Standby"
+	trafficDetached = "Detached"
 )
 
 // trafficOverride is the status override a registration carries for the
@@ -35,12 +40,12 @@ const (
 // nothing would take it out until the manager's next pass either.
 func trafficOverride(content string) (eureka.Status, error) {
 	switch strings.TrimSpace(content) {
-	case trafficStandby:
+	case trafficStandby, trafficDetached:
 		return eureka.StatusOutOfService, nil
 	case trafficServe, "":
 		return "", nil
 	default:
-		return eureka.StatusOutOfService, fmt.Errorf("traffic %q: want %s or %s", strings.TrimSpace(content), trafficServe, trafficStandby)
+		return eureka.StatusOutOfService, fmt.Errorf("traffic %q: want %s, %s or %s", strings.TrimSpace(content), trafficServe, trafficStandby, trafficDetached)
 	}
 }
 
@@ -77,4 +82,15 @@ func (r *Registrar) readTrafficOverride() eureka.Status {
 		log.WithError(err).WithField("override", override).Warn("unexpected traffic file: registering OUT_OF_SERVICE")
 	}
 	return override
+}
+
+// detached is true while the traffic file says Detached: the pod's syncer
+// is gone. It is read before every heartbeat and registration; a missing
+// or unreadable file is not Detached (readTrafficOverride reports those).
+func (r *Registrar) detached() bool {
+	if r.cfg.TrafficFile == "" {
+		return false
+	}
+	content, err := os.ReadFile(r.cfg.TrafficFile)
+	return err == nil && strings.TrimSpace(string(content)) == trafficDetached
 }

@@ -21,6 +21,7 @@ func TestTrafficOverride_StandbyIsOutOfServiceAnythingUnexpectedFailsClosed(t *t
 		{string(v1alpha1.TrafficStandby), eureka.StatusOutOfService, false},
 		{string(v1alpha1.TrafficServe), "", false},
 		{"", "", false},
+		{v1alpha1.TrafficDetached, eureka.StatusOutOfService, false}, // never registers, but fails closed
 		{"Standby\n", eureka.StatusOutOfService, false},
 		{" Serve\n", "", false},
 		{"\n", "", false},

@@ -48,6 +48,13 @@ const (
 	// registration, so that a pod of a Standby syncer is OUT_OF_SERVICE from
 	// its first registration.
 	TrafficAnnotation = "eurekube.io/traffic"
+	// TrafficDetached is the traffic annotation's value on the pods of a
+	// deleted syncer, written by the reconciler: their registrars cancel
+	// their registrations and register no more, so that deleting a syncer,
+	// or uninstalling Eurekube, leaves nothing in Eureka while the apps run
+	// on (the idle sidecar leaves at their next rollout). Never a value of
+	// spec.traffic.
+	TrafficDetached = "Detached"
 
 	// Finalizer keeps a deleted syncer until its instances are gone.
 	Finalizer = "eurekube.io/finalizer"

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/tests/harness"
 )
@@ -114,4 +115,38 @@ func TestRegistrar_MissingTrafficFileRegistersWithoutOverride(t *testing.T) {
 	c := eurekaClient(t)
 	harness.Eventually(t, 30*time.Second, "UP without override",
 		listedWith(ctx, c, p, eureka.StatusUp, eureka.StatusUnknown))
+}
+
+// Once its syncer is deleted, the manager writes Detached on the pod: the
+// registrar leaves Eureka and stays out while the app keeps running, so an
+// uninstall leaves nothing behind. Recreated, it registers again.
+func TestRegistrar_DetachedPodLeavesEurekaAndStaysOut(t *testing.T) {
+	ctx := context.Background()
+	app := harness.AppT(t, true)
+	s := injectedSettings("detached", app.Port, server.URL())
+	s.TrafficFile = trafficFile(t, "Serve\n")
+	p := startRegistrar(t, envOf(s))
+	c := eurekaClient(t)
+	harness.Eventually(t, 30*time.Second, "UP", listedWith(ctx, c, p, eureka.StatusUp, eureka.StatusUnknown))
+
+	setTraffic(t, s.TrafficFile, v1alpha1.TrafficDetached+"\n")
+	harness.Eventually(t, time.Minute, "gone from Eureka", func() error {
+		if _, err := c.Instance(ctx, p.app, p.instanceID()); !errors.Is(err, eureka.ErrNotFound) {
+			return fmt.Errorf("still listed (err %v)", err)
+		}
+		return nil
+	})
+	// It stays out: three renewal intervals later, still not listed, and
+	// the registrar still runs (the pod is not disturbed).
+	for end := time.Now().Add(3 * s.RenewalInterval); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if _, err := c.Instance(ctx, p.app, p.instanceID()); !errors.Is(err, eureka.ErrNotFound) {
+			t.Fatalf("listed again while detached (err %v)", err)
+		}
+	}
+	if p.Exited() {
+		t.Fatalf("the registrar exited (%d) once detached; it must idle until the pod stops:\n%s", p.ExitCode(), p.LogTail())
+	}
+
+	setTraffic(t, s.TrafficFile, "Serve\n")
+	harness.Eventually(t, time.Minute, "UP again once the syncer is back", listedWith(ctx, c, p, eureka.StatusUp, eureka.StatusUnknown))
 }
