@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	// The manager's packages register their metrics in controller-runtime's
 	// registry when imported: the controller's, the webhook's,
 	// cmd/manager/app's (the served certificate's expiry) and, through them,
@@ -17,15 +18,6 @@ import (
 	_ "github.com/eurekube/eurekube/controller"
 	_ "github.com/eurekube/eurekube/webhook"
 )
-
-// pendingMetrics are Eurekube metrics the alerts and the dashboard use
-// that are being added to the manager in the same change (tracker issue
-// 16). PENDING: remove each from this list once the manager registers it;
-// TestMetrics_PendingListHoldsOnlyMissingMetrics logs the ones that exist.
-var pendingMetrics = []string{
-	"eurekube_syncer_synced",                  // controller/metrics.go
-	"eurekube_syncer_outdated_registrar_pods", // controller/metrics.go
-}
 
 // externalMetrics are metrics of other programs the alerts and the
 // dashboard use, each with why it is trusted to exist.
@@ -63,14 +55,14 @@ func knownMetric(name string) error {
 		}
 	}
 	for _, f := range families {
-		if registered(f) || slices.Contains(pendingMetrics, f) {
+		if registered(f) {
 			return nil
 		}
 		if _, ok := externalMetrics[f]; ok {
 			return nil
 		}
 	}
-	return errors.New("no such metric: not registered by the manager (controller-runtime's registry), not pending, not in the external allowlist (tests/monitoring/metrics_test.go)")
+	return errors.New("no such metric: not registered by the manager (controller-runtime's registry), not in the external allowlist (tests/monitoring/metrics_test.go)")
 }
 
 // identRE matches what may be a metric name; numberRE a number or
@@ -180,16 +172,6 @@ func TestMetrics_KnownMetricRefusesUnknownNames(t *testing.T) {
 		"controller_runtime_webhook_requests_total", "leader_election_master_status"} {
 		if err := knownMetric(name); err != nil {
 			t.Errorf("knownMetric(%q): %v", name, err)
-		}
-	}
-}
-
-// The pending list is for metrics not yet registered; once the manager
-// registers one, it belongs to the registry check alone.
-func TestMetrics_PendingListHoldsOnlyMissingMetrics(t *testing.T) {
-	for _, name := range pendingMetrics {
-		if registered(name) {
-			t.Logf("PENDING: %s is registered now: remove it from pendingMetrics", name)
 		}
 	}
 }
