@@ -91,7 +91,7 @@ test: deps ## Install and build everything needed, then run every test.
 	$(ARTIFACTS); \
 	$(TEST_TOOLS); \
 	go build -o bin/testrun ./tests/tools/testrun; \
-	exec bin/testrun -since $$start -background ./tests/cluster,./tests/registrar \
+	exec bin/testrun -since $$start -background ./tests/cluster,./tests/lifecycle,./tests/registrar \
 	  -beside '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -- $(GO_TEST_FLAGS)
 
 .PHONY: generate-check

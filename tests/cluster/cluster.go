@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,12 @@ type Options struct {
 	// LogDir receives cert-manager's and Eureka's logs (the node's go to
 	// Node.LogDir). Default: a new temporary directory.
 	LogDir string
+	// Peers is how many Eureka servers replicate to each other; 0 means
+	// EurekaPeers.
+	Peers int
+	// Bare starts the node and Eureka only: no cert-manager, no Eurekube,
+	// for tests that install (and uninstall) Eurekube themselves.
+	Bare bool
 }
 
 // Cluster is a node with cert-manager, Eureka peers and Eurekube installed.
@@ -145,18 +152,20 @@ func install(ctx context.Context, n *node.Node, o Options) (*Cluster, error) {
 	eureka := make(chan error, 1)
 	go func() {
 		var err error
-		c.Peers, err = harness.StartEurekaPeers(ctx, harness.EurekaOptions{Host: node.NodeIP, Port: o.EurekaPort, Profile: o.EurekaProfile, LogDir: o.LogDir}, EurekaPeers)
+		c.Peers, err = harness.StartEurekaPeers(ctx, harness.EurekaOptions{Host: node.NodeIP, Port: o.EurekaPort, Profile: o.EurekaProfile, LogDir: o.LogDir}, cmp.Or(o.Peers, EurekaPeers))
 		if err == nil {
 			c.Eureka = c.Peers.Servers[len(c.Peers.Servers)-1]
 		}
 		eureka <- err
 	}()
-	c.CertManager, err = harness.StartCertManager(ctx, c.ControlPlane, harness.CertManagerOptions{LogPath: filepath.Join(o.LogDir, "cert-manager.log")})
-	if err == nil {
-		err = c.applyDefault(ctx)
-	}
-	if err == nil {
-		err = c.waitInstalled(ctx)
+	if !o.Bare {
+		c.CertManager, err = harness.StartCertManager(ctx, c.ControlPlane, harness.CertManagerOptions{LogPath: filepath.Join(o.LogDir, "cert-manager.log")})
+		if err == nil {
+			err = c.applyDefault(ctx)
+		}
+		if err == nil {
+			err = c.WaitInstalled(ctx)
+		}
 	}
 	if err = errors.Join(err, <-eureka); err != nil {
 		_ = c.stopServices()
@@ -180,11 +189,11 @@ func (c *Cluster) applyDefault(ctx context.Context) error {
 	return nil
 }
 
-// waitInstalled waits until the manager's Deployment is available with
-// every replica ready and the webhook configuration carries the CA that
-// cainjector injected.
-func (c *Cluster) waitInstalled(ctx context.Context) error {
-	err := harness.Poll(ctx, 5*time.Minute, time.Second, "eurekube installed from manifests/default", func() error { return c.installed(ctx) })
+// WaitInstalled waits until the manager's Deployment is available with
+// every replica ready and the webhook configuration carries its CA (which
+// cainjector injected, or the manager itself in self-managed mode).
+func (c *Cluster) WaitInstalled(ctx context.Context) error {
+	err := harness.Poll(ctx, 5*time.Minute, time.Second, "eurekube installed", func() error { return c.installed(ctx) })
 	if err != nil {
 		return fmt.Errorf("%w (logs in %s)", err, c.Node.LogDir())
 	}

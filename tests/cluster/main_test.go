@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 		fmt.Println("skipped: " + reason)
 		os.Exit(0)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Minute)
 	var err error
 	c, err = cluster.Start(ctx, cluster.Options{})
 	cancel()

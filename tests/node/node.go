@@ -393,18 +393,33 @@ func (n *Node) imageArchives() ([]string, error) {
 // buildImages compiles the images' binaries as make build does and writes
 // their archives beside the logs' parent (a cache reused across starts).
 func (n *Node) buildImages() ([]string, error) {
+	return buildImages(n.opts.ImageTag, "images", images.All())
+}
+
+// ImportRelease builds the named images again under another tag, as a new
+// release of Eurekube would ship them, and imports them: an upgrade test
+// moves from Image(name) to images.Repository/<name>:tag.
+func (n *Node) ImportRelease(ctx context.Context, tag string, specs ...images.Spec) error {
+	archives, err := buildImages(tag, "images-"+tag, specs)
+	if err != nil {
+		return err
+	}
+	return n.importImages(ctx, archives)
+}
+
+func buildImages(tag, outDir string, specs []images.Spec) ([]string, error) {
 	root, err := harness.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
 	dir := filepath.Join(os.TempDir(), "eurekube-node-images")
-	if err := images.Compile(root, filepath.Join(dir, "bin"), images.All()); err != nil {
+	if err := images.Compile(root, filepath.Join(dir, "bin"), specs); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 	revision, _ := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
-	archives, err := images.WriteAll(images.All(), images.Options{
-		BinDir: filepath.Join(dir, "bin"), OutDir: filepath.Join(dir, "images"),
-		Tag: n.opts.ImageTag, Revision: strings.TrimSpace(string(revision)),
+	archives, err := images.WriteAll(specs, images.Options{
+		BinDir: filepath.Join(dir, "bin"), OutDir: filepath.Join(dir, outDir),
+		Tag: tag, Revision: strings.TrimSpace(string(revision)),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
