@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -41,10 +42,20 @@ type Options struct {
 	// Username and Password enable HTTP basic auth when Username is set.
 	Username string
 	Password string
+	// Credentials, when set, gives the basic-auth credentials of every
+	// request instead of Username and Password, so that a rotated password
+	// is used from the next request on without a new Client.
+	Credentials CredentialsFunc
 	// Timeout bounds each HTTP request to one server (default 5 s).
 	Timeout time.Duration
 	// TLSConfig for https URLs; nil means the system defaults.
 	TLSConfig *tls.Config
+	// RootCAs, when set, are the only CAs trusted for https URLs (a
+	// private CA), in place of the system's.
+	RootCAs *x509.CertPool
+	// ClientCertificate, when set, is presented to servers that ask for
+	// one (mutual TLS).
+	ClientCertificate *tls.Certificate
 	// Logger receives the layer's log lines; nil means logrus' standard
 	// logger.
 	Logger logrus.FieldLogger
@@ -52,12 +63,24 @@ type Options struct {
 	Observer Observer
 }
 
+// Credentials are HTTP basic-auth credentials; an empty Username sends
+// none.
+type Credentials struct {
+	Username, Password string
+}
+
+// CredentialsFunc returns the credentials of the next request. It is called
+// once per request, so it must be cheap (a stat of the files it reads, not
+// a read). reload is true after a server refused the credentials it
+// returned last (HTTP 401): it should then read them afresh from their
+// source; when they changed, the request is sent once more with them.
+type CredentialsFunc func(reload bool) (Credentials, error)
+
 // Client talks to one Eureka cluster. It is safe for concurrent use.
 type Client struct {
-	urls     []string
-	username string
-	password string
-	timeout  time.Duration
+	urls        []string
+	credentials CredentialsFunc // nil: no basic auth
+	timeout     time.Duration
 	http     *http.Client
 	log      logrus.FieldLogger
 	observer Observer
@@ -86,28 +109,50 @@ func New(opts Options) (*Client, error) {
 	if opts.Logger == nil {
 		opts.Logger = logrus.StandardLogger()
 	}
+	credentials := opts.Credentials
+	if credentials == nil && opts.Username != "" {
+		static := Credentials{Username: opts.Username, Password: opts.Password}
+		credentials = func(bool) (Credentials, error) { return static, nil }
+	}
+	tlsConfig := opts.TLSConfig
+	if opts.RootCAs != nil || opts.ClientCertificate != nil {
+		if tlsConfig == nil {
+			tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		} else {
+			tlsConfig = tlsConfig.Clone()
+		}
+		if opts.RootCAs != nil {
+			tlsConfig.RootCAs = opts.RootCAs
+		}
+		if opts.ClientCertificate != nil {
+			tlsConfig.Certificates = []tls.Certificate{*opts.ClientCertificate}
+		}
+	}
 	transport := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: opts.Timeout, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:       opts.TLSConfig,
+		TLSClientConfig:       tlsConfig,
 		TLSHandshakeTimeout:   opts.Timeout,
 		ResponseHeaderTimeout: opts.Timeout,
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       90 * time.Second,
 	}
 	return &Client{
-		urls:     urls,
-		username: opts.Username,
-		password: opts.Password,
-		timeout:  opts.Timeout,
-		http:     &http.Client{Transport: transport},
-		log:      opts.Logger,
-		observer: opts.Observer,
+		urls:        urls,
+		credentials: credentials,
+		timeout:     opts.Timeout,
+		http:        &http.Client{Transport: transport},
+		log:         opts.Logger,
+		observer:    opts.Observer,
 	}, nil
 }
 
 // URLs returns the server URLs in configured order.
 func (c *Client) URLs() []string { return append([]string(nil), c.urls...) }
+
+// CloseIdleConnections closes the connections kept for reuse: a client that
+// is replaced (rotated credentials or certificates) holds none afterwards.
+func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 
 // Register sends inst with a POST (always, even when the server already has
 // the instance), so changed data and every metadata key reach the server.
@@ -292,13 +337,40 @@ type answer struct {
 // URL is tried when it fails. With gzipOK the server may compress the
 // answer (Eureka serves its registry from a cache of compressed answers)
 // and read gets it as it came.
+//
+// With a CredentialsFunc, a request the server answers with 401 is sent once
+// more when the credentials, read afresh, changed: a rotated password is
+// used at once rather than after the next change of the files is noticed.
 func (c *Client) exchange(ctx context.Context, op, method, path string, body []byte, gzipOK bool, read func(answer) error) error {
+	if c.credentials == nil {
+		return c.exchangeAs(ctx, op, method, path, body, gzipOK, Credentials{}, read)
+	}
+	creds, err := c.credentials(false)
+	if err != nil {
+		return fmt.Errorf("%w: basic-auth credentials: %v", ErrInvalid, err)
+	}
+	err = c.exchangeAs(ctx, op, method, path, body, gzipOK, creds, read)
+	if StatusCode(err) != http.StatusUnauthorized {
+		return err
+	}
+	fresh, rerr := c.credentials(true)
+	if rerr != nil {
+		return fmt.Errorf("%w; reading the credentials again: %v", err, rerr)
+	}
+	if fresh == creds {
+		return err
+	}
+	c.log.WithField("op", op).Info("eureka refused the credentials; sending again with the ones just read")
+	return c.exchangeAs(ctx, op, method, path, body, gzipOK, fresh, read)
+}
+
+func (c *Client) exchangeAs(ctx context.Context, op, method, path string, body []byte, gzipOK bool, creds Credentials, read func(answer) error) error {
 	start := int(c.preferred.Load())
 	var errs []error
 	for i := range c.urls {
 		idx := (start + i) % len(c.urls)
 		base := c.urls[idx]
-		err := c.once(ctx, op, method, base+path, body, gzipOK, read, len(c.urls)-i)
+		err := c.once(ctx, op, method, base+path, body, gzipOK, creds, read, len(c.urls)-i)
 		if err == nil || !errors.Is(err, ErrUnavailable) {
 			c.preferred.Store(int32(idx))
 			return err
@@ -314,7 +386,7 @@ func (c *Client) exchange(ctx context.Context, op, method, path string, body []b
 
 // once sends one request to one URL and maps the answer to an error; left
 // is how many URLs, this one included, may still be tried.
-func (c *Client) once(ctx context.Context, op, method, target string, body []byte, gzipOK bool, read func(answer) error, left int) error {
+func (c *Client) once(ctx context.Context, op, method, target string, body []byte, gzipOK bool, creds Credentials, read func(answer) error, left int) error {
 	timeout := c.timeout
 	if deadline, ok := ctx.Deadline(); ok && left > 1 {
 		timeout = min(timeout, time.Until(deadline)/time.Duration(left))
@@ -322,14 +394,14 @@ func (c *Client) once(ctx context.Context, op, method, target string, body []byt
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	began := time.Now()
-	err := c.send(ctx, method, target, body, gzipOK, read)
+	err := c.send(ctx, method, target, body, gzipOK, creds, read)
 	if c.observer != nil {
 		c.observer.ObserveRequest(op, target, time.Since(began), err)
 	}
 	return err
 }
 
-func (c *Client) send(ctx context.Context, method, target string, body []byte, gzipOK bool, read func(answer) error) error {
+func (c *Client) send(ctx context.Context, method, target string, body []byte, gzipOK bool, creds Credentials, read func(answer) error) error {
 	var reader io.Reader
 	if body != nil {
 		reader = bytes.NewReader(body)
@@ -342,8 +414,8 @@ func (c *Client) send(ctx context.Context, method, target string, body []byte, g
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.username != "" {
-		req.SetBasicAuth(c.username, c.password)
+	if creds.Username != "" {
+		req.SetBasicAuth(creds.Username, creds.Password)
 	}
 	if gzipOK {
 		// Set by hand, so the transport leaves the answer compressed.
