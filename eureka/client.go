@@ -81,9 +81,9 @@ type Client struct {
 	urls        []string
 	credentials CredentialsFunc // nil: no basic auth
 	timeout     time.Duration
-	http     *http.Client
-	log      logrus.FieldLogger
-	observer Observer
+	http        *http.Client
+	log         logrus.FieldLogger
+	observer    Observer
 	// preferred is the index of the URL that answered last, so that steady
 	// state talks to one server and failover sticks.
 	preferred atomic.Int32
