@@ -47,11 +47,22 @@ type Config struct {
 	SecurePort       int // 0: none
 
 	EurekaURLs []string
-	Username   string
-	Password   string
-	Metadata   map[string]string
-	ClusterID  string
-	Syncer     string
+	// Username and Password come from environment variables in pods
+	// injected before the credential files; UsernameFile and PasswordFile,
+	// when set, win over them.
+	Username string
+	Password string
+	Metadata map[string]string
+	ClusterID string
+	Syncer    string
+
+	// Files the registrar reads, and reads again when they change (see
+	// files.go); empty: none.
+	UsernameFile   string
+	PasswordFile   string
+	CAFile         string
+	ClientCertFile string
+	ClientKeyFile  string
 
 	Health HealthConfig
 
@@ -154,6 +165,11 @@ func ParseEnv(lookup func(string) (string, bool)) (Config, error) {
 		Metadata:         p.metadata(EnvMetadata),
 		ClusterID:        p.optional(EnvClusterID, ""),
 		Syncer:           p.optional(EnvSyncer, ""),
+		UsernameFile:     p.optional(EnvEurekaUsernameFile, ""),
+		PasswordFile:     p.optional(EnvEurekaPasswordFile, ""),
+		CAFile:           p.optional(EnvEurekaCAFile, ""),
+		ClientCertFile:   p.optional(EnvEurekaClientCertFile, ""),
+		ClientKeyFile:    p.optional(EnvEurekaClientKeyFile, ""),
 		Health: HealthConfig{
 			Type:             strings.ToLower(p.optional(EnvHealthType, d.Health.Type)),
 			Scheme:           strings.ToLower(p.optional(EnvHealthScheme, "")),
@@ -187,8 +203,8 @@ func ParseEnv(lookup func(string) (string, bool)) (Config, error) {
 
 // Env renders c as the registrar's environment, in the order of env.go,
 // leaving out what is empty (zero): ParseEnv reads it back as c. The webhook
-// leaves the pod's identity and the credentials empty and adds them itself
-// as downward-API and secretKeyRef variables.
+// leaves the pod's identity empty and adds it itself as downward-API
+// variables; it sets the credentials as files, never as values.
 func (c *Config) Env() []EnvVar {
 	env := make([]EnvVar, 0, 32)
 	add := func(name, value string) {
@@ -230,6 +246,11 @@ func (c *Config) Env() []EnvVar {
 	}
 	add(EnvClusterID, c.ClusterID)
 	add(EnvSyncer, c.Syncer)
+	add(EnvEurekaUsernameFile, c.UsernameFile)
+	add(EnvEurekaPasswordFile, c.PasswordFile)
+	add(EnvEurekaCAFile, c.CAFile)
+	add(EnvEurekaClientCertFile, c.ClientCertFile)
+	add(EnvEurekaClientKeyFile, c.ClientKeyFile)
 	add(EnvHealthType, c.Health.Type)
 	add(EnvHealthScheme, c.Health.Scheme)
 	add(EnvHealthPath, c.Health.Path)
@@ -283,6 +304,14 @@ func (c *Config) Validate() error {
 		return &ConfigError{EnvHealthScheme, c.Health.Scheme, "want HTTP or HTTPS"}
 	case c.LeaseDuration <= c.RenewalInterval:
 		return &ConfigError{EnvLeaseDuration, c.LeaseDuration.String(), "must be longer than " + EnvLeaseRenewalInterval + " (" + c.RenewalInterval.String() + ")"}
+	case c.UsernameFile != "" && c.PasswordFile == "":
+		return &ConfigError{EnvEurekaPasswordFile, "", "is required with " + EnvEurekaUsernameFile}
+	case c.PasswordFile != "" && c.UsernameFile == "":
+		return &ConfigError{EnvEurekaUsernameFile, "", "is required with " + EnvEurekaPasswordFile}
+	case c.ClientCertFile != "" && c.ClientKeyFile == "":
+		return &ConfigError{EnvEurekaClientKeyFile, "", "is required with " + EnvEurekaClientCertFile}
+	case c.ClientKeyFile != "" && c.ClientCertFile == "":
+		return &ConfigError{EnvEurekaClientCertFile, "", "is required with " + EnvEurekaClientKeyFile}
 	case c.Health.Timeout > c.Health.Period:
 		return &ConfigError{EnvHealthTimeout, c.Health.Timeout.String(), "must not exceed " + EnvHealthPeriod + " (" + c.Health.Period.String() + ")"}
 	}

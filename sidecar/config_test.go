@@ -60,6 +60,21 @@ func TestParseEnv_RejectsBadValuesNamingTheVariable(t *testing.T) {
 	}
 }
 
+func TestParseEnv_FilesComeInPairs(t *testing.T) {
+	for set, missing := range map[string]string{
+		EnvEurekaUsernameFile: EnvEurekaPasswordFile, EnvEurekaPasswordFile: EnvEurekaUsernameFile,
+		EnvEurekaClientCertFile: EnvEurekaClientKeyFile, EnvEurekaClientKeyFile: EnvEurekaClientCertFile,
+	} {
+		env := validEnv()
+		env[set] = "/etc/eurekube/eureka/file"
+		_, err := ParseEnv(lookupFrom(env))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Name != missing || !strings.Contains(err.Error(), set) {
+			t.Errorf("only %s set: err = %v, want a ConfigError naming %s", set, err, missing)
+		}
+	}
+}
+
 func TestInstance_MarkersCannotBeForgedByUserMetadata(t *testing.T) {
 	cfg, err := ParseEnv(lookupFrom(validEnv()))
 	if err != nil {
@@ -123,6 +138,9 @@ func TestEnv_ParsesBackToTheSameConfig(t *testing.T) {
 				EnvHealthPort: "8081", EnvHealthPeriod: "10", EnvHealthTimeout: "500ms", EnvHealthFailureThreshold: "4",
 				EnvHealthSuccessThreshold: "2", EnvTrafficFile: "/etc/eurekube/podinfo/traffic", EnvLeaseRenewalInterval: "5s", EnvLeaseDuration: "15s", EnvRequestTimeout: "1s",
 				EnvRetryMax: "2s", EnvShutdownTimeout: "3s", EnvListenAddr: "127.0.0.1:9999", EnvLogLevel: "debug",
+				EnvEurekaUsernameFile: "/etc/eurekube/eureka/username", EnvEurekaPasswordFile: "/etc/eurekube/eureka/password",
+				EnvEurekaCAFile: "/etc/eurekube/eureka/ca.crt", EnvEurekaClientCertFile: "/etc/eurekube/eureka/tls.crt",
+				EnvEurekaClientKeyFile: "/etc/eurekube/eureka/tls.key",
 			} {
 				env[k] = v
 			}
@@ -170,6 +188,8 @@ func FuzzParseEnv(f *testing.F) {
 	f.Add(seed.String() + EnvHealthType + "=http\n" + EnvHealthPath + "=/x\n" + EnvHealthPeriod + "=7\n")
 	f.Add(seed.String() + EnvMetadata + "={}\n" + EnvEurekaURLs + "=http://a, ,https://b:1/x\n")
 	f.Add(seed.String() + EnvTrafficFile + "= /etc/eurekube/podinfo/traffic \n")
+	f.Add(seed.String() + EnvEurekaUsernameFile + "=/u\n" + EnvEurekaPasswordFile + "=/p\n" + EnvEurekaCAFile + "=/ca\n" +
+		EnvEurekaClientCertFile + "=/c\n" + EnvEurekaClientKeyFile + "=/k\n")
 	f.Fuzz(func(t *testing.T, lines string) {
 		env := map[string]string{}
 		for _, line := range strings.Split(lines, "\n") {

@@ -20,8 +20,8 @@ const (
 	EnvPort             = "EUREKUBE_PORT"        // number, 1-65535
 	EnvSecurePort       = "EUREKUBE_SECURE_PORT" // number, optional
 	EnvEurekaURLs       = "EUREKUBE_EUREKA_URLS"
-	EnvEurekaUsername   = "EUREKUBE_EUREKA_USERNAME" // secretKeyRef only
-	EnvEurekaPassword   = "EUREKUBE_EUREKA_PASSWORD" // secretKeyRef only
+	EnvEurekaUsername   = "EUREKUBE_EUREKA_USERNAME" // secretKeyRef; pods injected before the files
+	EnvEurekaPassword   = "EUREKUBE_EUREKA_PASSWORD" // secretKeyRef; pods injected before the files
 	EnvMetadata         = "EUREKUBE_METADATA"        // JSON object of strings
 	EnvClusterID        = "EUREKUBE_CLUSTER_ID"
 	EnvSyncer           = "EUREKUBE_SYNCER"
@@ -34,6 +34,19 @@ const (
 	EnvHealthTimeout          = "EUREKUBE_HEALTH_TIMEOUT"
 	EnvHealthFailureThreshold = "EUREKUBE_HEALTH_FAILURE_THRESHOLD"
 	EnvHealthSuccessThreshold = "EUREKUBE_HEALTH_SUCCESS_THRESHOLD"
+
+	// Files of a volume the webhook mounts into the registrar only (see
+	// files.go): the basic-auth credentials, the CA bundle trusted for
+	// https URLs, and a client certificate and its key for servers that
+	// demand mutual TLS. Files, not variables, because the kubelet updates
+	// a mounted Secret when it changes and the registrar reads it again:
+	// a rotated password reaches running pods. When the username file is
+	// set, EnvEurekaUsername and EnvEurekaPassword are not read.
+	EnvEurekaUsernameFile   = "EUREKUBE_EUREKA_USERNAME_FILE"
+	EnvEurekaPasswordFile   = "EUREKUBE_EUREKA_PASSWORD_FILE"
+	EnvEurekaCAFile         = "EUREKUBE_EUREKA_CA_FILE"
+	EnvEurekaClientCertFile = "EUREKUBE_EUREKA_CLIENT_CERT_FILE"
+	EnvEurekaClientKeyFile  = "EUREKUBE_EUREKA_CLIENT_KEY_FILE"
 
 	// A file holding the pod's eurekube.io/traffic annotation (a
 	// downward-API volume): Standby registers OUT_OF_SERVICE.
@@ -68,6 +81,7 @@ func EnvNames() []string {
 		EnvPodName, EnvPodNamespace, EnvPodUID, EnvPodIP, EnvNodeName,
 		EnvAppName, EnvVIPAddress, EnvSecureVIPAddress, EnvPort, EnvSecurePort,
 		EnvEurekaURLs, EnvEurekaUsername, EnvEurekaPassword, EnvMetadata, EnvClusterID, EnvSyncer,
+		EnvEurekaUsernameFile, EnvEurekaPasswordFile, EnvEurekaCAFile, EnvEurekaClientCertFile, EnvEurekaClientKeyFile,
 		EnvHealthType, EnvHealthScheme, EnvHealthPath, EnvHealthPort, EnvHealthPeriod, EnvHealthTimeout,
 		EnvHealthFailureThreshold, EnvHealthSuccessThreshold, EnvTrafficFile,
 		EnvLeaseRenewalInterval, EnvLeaseDuration, EnvListenAddr, EnvShutdownTimeout, EnvLogLevel,

@@ -92,14 +92,16 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return 2
 	}
 	metrics := sidecar.NewMetrics()
-	client, err := eureka.New(eureka.Options{
+	// Credentials and TLS material are read from their files (cfg names
+	// them), and read again when they change.
+	client, err := sidecar.NewClients(cfg, eureka.Options{
 		URLs:     cfg.EurekaURLs,
 		Username: cfg.Username,
 		Password: cfg.Password,
 		Timeout:  cfg.RequestTimeout,
 		Logger:   log,
 		Observer: metrics,
-	})
+	}, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "registrar: bad configuration: %s: %v\n", sidecar.EnvEurekaURLs, err)
 		return 2
