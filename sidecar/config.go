@@ -50,9 +50,9 @@ type Config struct {
 	// Username and Password come from environment variables in pods
 	// injected before the credential files; UsernameFile and PasswordFile,
 	// when set, win over them.
-	Username string
-	Password string
-	Metadata map[string]string
+	Username  string
+	Password  string
+	Metadata  map[string]string
 	ClusterID string
 	Syncer    string
 
