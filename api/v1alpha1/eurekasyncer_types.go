@@ -182,9 +182,86 @@ type EurekaServers struct {
 
 	// CredentialsSecretRef names a Secret of this namespace with the keys
 	// username and password for HTTP basic auth. The registrar receives them
-	// only through secretKeyRef environment variables.
+	// as files of a volume mounted into it alone, never as environment
+	// variables, and reads them again when the Secret changes; the manager
+	// reads the Secret again at each reconcile.
 	// +optional
 	CredentialsSecretRef *corev1.LocalObjectReference `json:"credentialsSecretRef,omitempty"`
+
+	// TLS names the CA bundle trusted for https serviceURLs (a private CA)
+	// and the client certificate for servers that demand mutual TLS. Both
+	// reach the registrar as mounted files, read again when they change.
+	// +optional
+	TLS *EurekaTLS `json:"tls,omitempty"`
+}
+
+// EurekaTLS is how the registrar and the manager trust the Eureka servers
+// and prove who they are to them.
+// +kubebuilder:validation:XValidation:rule="has(self.caBundleRef) || has(self.clientCertificateSecretRef)",message="tls needs caBundleRef, clientCertificateSecretRef or both"
+type EurekaTLS struct {
+	// CABundleRef names the PEM CA certificates trusted for https
+	// serviceURLs, in place of the system's.
+	// +optional
+	CABundleRef *CABundleRef `json:"caBundleRef,omitempty"`
+
+	// ClientCertificateSecretRef names a kubernetes.io/tls Secret of this
+	// namespace (keys tls.crt and tls.key) presented to servers that ask
+	// for a client certificate.
+	// +optional
+	ClientCertificateSecretRef *corev1.LocalObjectReference `json:"clientCertificateSecretRef,omitempty"`
+}
+
+// CABundleKind is the kind of object holding a CA bundle.
+// +kubebuilder:validation:Enum=ConfigMap;Secret
+type CABundleKind string
+
+// CA bundle kinds.
+const (
+	CABundleConfigMap CABundleKind = "ConfigMap"
+	CABundleSecret    CABundleKind = "Secret"
+)
+
+// DefaultCABundleKey is the key of a CA bundle when caBundleRef names none,
+// as cert-manager and trust-manager write it.
+const DefaultCABundleKey = "ca.crt"
+
+// CABundleRef names one key of a ConfigMap or Secret of the syncer's
+// namespace.
+type CABundleRef struct {
+	// Kind is ConfigMap or Secret.
+	// +optional
+	// +kubebuilder:default=ConfigMap
+	Kind CABundleKind `json:"kind,omitempty"`
+
+	// Name of the ConfigMap or Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// Key holding the PEM certificates.
+	// +optional
+	// +kubebuilder:default="ca.crt"
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+}
+
+// EffectiveKey is the key of the bundle, ca.crt unless one is named.
+func (r *CABundleRef) EffectiveKey() string {
+	if r.Key == "" {
+		return DefaultCABundleKey
+	}
+	return r.Key
+}
+
+// EffectiveKind is the kind of the bundle's object, ConfigMap unless one is
+// named.
+func (r *CABundleRef) EffectiveKind() CABundleKind {
+	if r.Kind == "" {
+		return CABundleConfigMap
+	}
+	return r.Kind
 }
 
 // HealthCheckType is how the registrar probes the app.
