@@ -101,9 +101,8 @@ func TestInject_TheRegistrarReadsWhatTheWebhookRenders(t *testing.T) {
 		t.Fatalf("not injected: %s %v", r.Reason, r.Err)
 	}
 	registrar := r.Pod.Spec.Containers[len(r.Pod.Spec.Containers)-1]
-	kubelet := map[string]string{ // what the downward API and the Secret give
+	kubelet := map[string]string{ // what the downward API gives
 		"metadata.name": "orders-1", "metadata.namespace": "shop", "metadata.uid": "u-1", "status.podIP": "10.0.0.7", "spec.nodeName": "node-1",
-		"username": "user", "password": "secret",
 	}
 	var env []sidecar.EnvVar
 	for _, e := range registrar.Env {
@@ -112,8 +111,6 @@ func TestInject_TheRegistrarReadsWhatTheWebhookRenders(t *testing.T) {
 			env = append(env, sidecar.EnvVar{Name: e.Name, Value: e.Value})
 		case e.ValueFrom.FieldRef != nil:
 			env = append(env, sidecar.EnvVar{Name: e.Name, Value: kubelet[e.ValueFrom.FieldRef.FieldPath]})
-		case e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Name == "eureka-login":
-			env = append(env, sidecar.EnvVar{Name: e.Name, Value: kubelet[e.ValueFrom.SecretKeyRef.Key]})
 		default:
 			t.Fatalf("env %s: unexpected source %+v", e.Name, e.ValueFrom)
 		}
@@ -124,7 +121,7 @@ func TestInject_TheRegistrarReadsWhatTheWebhookRenders(t *testing.T) {
 	}
 	want := sidecar.Defaults("ORDERS", 8080)
 	want.PodName, want.PodNamespace, want.PodUID, want.PodIP, want.NodeName = "orders-1", "shop", "u-1", "10.0.0.7", "node-1"
-	want.Username, want.Password = "user", "secret"
+	want.UsernameFile, want.PasswordFile = "/etc/eurekube/eureka/username", "/etc/eurekube/eureka/password"
 	want.EurekaURLs, want.Metadata = testDefaults.EurekaURLs, map[string]string{"zone": "zone-a"}
 	want.ClusterID, want.Syncer = testDefaults.ClusterID, "orders"
 	want.TrafficFile = "/etc/eurekube/podinfo/traffic"
@@ -154,5 +151,98 @@ func TestEncodePatch_IsTheJSONOfTheOperations(t *testing.T) {
 	_ = json.Unmarshal(want, &w)
 	if !equality.Semantic.DeepEqual(g, w) {
 		t.Fatalf("encoded\n%s\nwant\n%s", got, want)
+	}
+}
+
+// The syncer's credentials, CA bundle and client certificate are files of
+// one read-only volume that only the registrar mounts; no variable carries
+// a secret, and the registrar's settings point at the files.
+func TestInject_EurekaFilesAreMountedIntoTheRegistrarAlone(t *testing.T) {
+	for _, kind := range []v1alpha1.CABundleKind{v1alpha1.CABundleConfigMap, v1alpha1.CABundleSecret} {
+		t.Run(string(kind), func(t *testing.T) {
+			s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+			s.Spec.Eureka.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "eureka-login"}
+			s.Spec.Eureka.TLS = &v1alpha1.EurekaTLS{
+				CABundleRef:                &v1alpha1.CABundleRef{Kind: kind, Name: "corp-ca", Key: "root.pem"},
+				ClientCertificateSecretRef: &corev1.LocalObjectReference{Name: "eureka-client"},
+			}
+			r := Inject(twoContainersAndInit(), enabledNamespace(), []v1alpha1.EurekaSyncer{s}, testDefaults)
+			if !r.Inject {
+				t.Fatalf("not injected: %s %v", r.Reason, r.Err)
+			}
+			pod := r.Pod
+			for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+				for _, e := range c.Env {
+					if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+						t.Errorf("container %s: env %s from Secret %s: want no secret in the environment", c.Name, e.Name, e.ValueFrom.SecretKeyRef.Name)
+					}
+				}
+				mounted := false
+				for _, m := range c.VolumeMounts {
+					if m.Name == eurekaFilesVolume {
+						mounted = true
+						if !m.ReadOnly || m.MountPath != "/etc/eurekube/eureka" {
+							t.Errorf("container %s mounts %+v, want read-only at /etc/eurekube/eureka", c.Name, m)
+						}
+					}
+				}
+				if mounted != (c.Name == v1alpha1.RegistrarContainerName) {
+					t.Errorf("container %s mounts the Eureka files: %v; want only the registrar to", c.Name, mounted)
+				}
+			}
+			var vol *corev1.Volume
+			for i := range pod.Spec.Volumes {
+				if pod.Spec.Volumes[i].Name == eurekaFilesVolume {
+					vol = &pod.Spec.Volumes[i]
+				}
+			}
+			if vol == nil || vol.Projected == nil || *vol.Projected.DefaultMode != 0o444 {
+				t.Fatalf("volume %+v, want a projected volume of mode 0444", vol)
+			}
+			paths := map[string]string{} // file → object/key
+			for _, src := range vol.Projected.Sources {
+				var name string
+				var items []corev1.KeyToPath
+				switch {
+				case src.Secret != nil:
+					name, items = "Secret/"+src.Secret.Name, src.Secret.Items
+				case src.ConfigMap != nil:
+					name, items = "ConfigMap/"+src.ConfigMap.Name, src.ConfigMap.Items
+				}
+				for _, it := range items {
+					paths[it.Path] = name + "/" + it.Key
+				}
+			}
+			want := map[string]string{
+				"username": "Secret/eureka-login/username", "password": "Secret/eureka-login/password",
+				"ca.crt": string(kind) + "/corp-ca/root.pem", "tls.crt": "Secret/eureka-client/tls.crt", "tls.key": "Secret/eureka-client/tls.key",
+			}
+			if !equality.Semantic.DeepEqual(paths, want) {
+				t.Fatalf("projected files %v, want %v", paths, want)
+			}
+			registrar := pod.Spec.Containers[len(pod.Spec.Containers)-1]
+			env := map[string]string{}
+			for _, e := range registrar.Env {
+				env[e.Name] = e.Value
+			}
+			for name, file := range map[string]string{
+				sidecar.EnvEurekaUsernameFile: "username", sidecar.EnvEurekaPasswordFile: "password", sidecar.EnvEurekaCAFile: "ca.crt",
+				sidecar.EnvEurekaClientCertFile: "tls.crt", sidecar.EnvEurekaClientKeyFile: "tls.key",
+			} {
+				if env[name] != "/etc/eurekube/eureka/"+file {
+					t.Errorf("%s=%q, want /etc/eurekube/eureka/%s", name, env[name], file)
+				}
+			}
+			if _, ok := env[sidecar.EnvEurekaPassword]; ok {
+				t.Errorf("%s is set", sidecar.EnvEurekaPassword)
+			}
+		})
+	}
+}
+
+func TestInject_NoEurekaFilesNoVolume(t *testing.T) {
+	pod := inject(t, springPod(), syncer("orders", time.Hour, map[string]string{"app": "orders"}))
+	if hasVolume(pod, eurekaFilesVolume) {
+		t.Fatal("a syncer without credentials or TLS got the Eureka files volume")
 	}
 }

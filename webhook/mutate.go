@@ -99,7 +99,11 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, er
 
 	res := resources(cfg)
 	addTraffic(out, cfg.Syncer)
-	out.Spec.Containers = append(out.Spec.Containers, registrarContainer(image, listenPort, registrarEnv(settings, cfg.Syncer.Spec.Eureka.CredentialsSecretRef), res))
+	mounts := []corev1.VolumeMount{podInfoMount()}
+	if addEurekaFiles(out, cfg.Syncer.Spec.Eureka, &settings) {
+		mounts = append(mounts, eurekaFilesMount())
+	}
+	out.Spec.Containers = append(out.Spec.Containers, registrarContainer(image, listenPort, registrarEnv(settings), mounts, res))
 	adaptations = append(adaptations, addDrain(out, drainPlan{
 		seconds: preStopSleep(cfg), execOnly: cfg.Defaults.ExecSleepFallback, image: image, resources: res,
 	})...)
@@ -252,10 +256,11 @@ func registrarSettings(pod *corev1.Pod, app int, port int32, cfg Config) (sideca
 
 // registrarEnv renders the settings as the container's environment: the
 // pod's identity from the downward API, then the settings (sidecar's
-// rendering), then the credentials from the syncer's Secret.
-func registrarEnv(s sidecar.Config, credentials *corev1.LocalObjectReference) []corev1.EnvVar {
+// rendering). Credentials are files of a volume (eurekafiles.go), never
+// variables.
+func registrarEnv(s sidecar.Config) []corev1.EnvVar {
 	rendered := s.Env()
-	env := make([]corev1.EnvVar, 0, len(rendered)+7)
+	env := make([]corev1.EnvVar, 0, len(rendered)+5)
 	env = append(env,
 		fieldEnv(sidecar.EnvPodName, "metadata.name"),
 		fieldEnv(sidecar.EnvPodNamespace, "metadata.namespace"),
@@ -264,9 +269,6 @@ func registrarEnv(s sidecar.Config, credentials *corev1.LocalObjectReference) []
 		fieldEnv(sidecar.EnvNodeName, "spec.nodeName"))
 	for _, e := range rendered {
 		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
-	}
-	if credentials != nil && credentials.Name != "" {
-		env = append(env, secretEnv(sidecar.EnvEurekaUsername, credentials.Name, "username"), secretEnv(sidecar.EnvEurekaPassword, credentials.Name, "password"))
 	}
 	return env
 }
@@ -343,13 +345,13 @@ func resolveHealthCheck(pod *corev1.Pod, app int, h sidecar.HealthConfig, cfg Co
 	return h, nil
 }
 
-func registrarContainer(image string, listenPort int32, env []corev1.EnvVar, res corev1.ResourceRequirements) corev1.Container {
+func registrarContainer(image string, listenPort int32, env []corev1.EnvVar, mounts []corev1.VolumeMount, res corev1.ResourceRequirements) corev1.Container {
 	return corev1.Container{
 		Name:         v1alpha1.RegistrarContainerName,
 		Image:        image,
 		Ports:        []corev1.ContainerPort{{Name: registrarPortName, ContainerPort: listenPort, Protocol: corev1.ProtocolTCP}},
 		Env:          env,
-		VolumeMounts: []corev1.VolumeMount{podInfoMount()},
+		VolumeMounts: mounts,
 		// Liveness only: a readiness probe would take the pod out of its
 		// Services whenever Eureka is in trouble.
 		LivenessProbe: &corev1.Probe{
@@ -421,12 +423,6 @@ func preStopSleep(cfg Config) int32 {
 
 func fieldEnv(name, path string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: path}}}
-}
-
-func secretEnv(name, secret, key string) corev1.EnvVar {
-	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key,
-	}}}
 }
 
 // orDefault is n seconds, or def when n is unset (0).

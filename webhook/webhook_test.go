@@ -335,12 +335,20 @@ func TestMutate_GoldenPods(t *testing.T) {
 			p.Spec.HostNetwork = true
 			return p
 		}},
+		{"eureka-credentials-and-tls", springPod},
 		{"already-injected-unchanged", func() *corev1.Pod {
 			return inject(t, springPod(), orders)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := inject(t, tc.pod(), orders)
+			s := orders
+			if tc.name == "eureka-credentials-and-tls" {
+				s = *orders.DeepCopy()
+				s.Spec.Eureka.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "eureka-login"}
+				s.Spec.Eureka.TLS = &v1alpha1.EurekaTLS{CABundleRef: &v1alpha1.CABundleRef{Name: "corp-ca"},
+					ClientCertificateSecretRef: &corev1.LocalObjectReference{Name: "eureka-client"}}
+			}
+			out := inject(t, tc.pod(), s)
 			got, err := yaml.Marshal(out)
 			if err != nil {
 				t.Fatal(err)
