@@ -219,6 +219,7 @@ func (h *healthyInstall) check(t *testing.T, wantCode int, verdict, checkName st
 		}
 		return nil
 	})
+	t.Logf("eurekube check (exit %d):\n%s", wantCode, out) // what an operator sees, for the record
 	return out
 }
 
