@@ -2,27 +2,23 @@ package controller
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
 )
 
-// clients keeps one registry cache (and its eureka.Client) per set of URLs
-// and credentials: the syncers of one Eureka server share its connections
-// and one read of its registry per resync, however many they are. A
-// rotated password makes a new cache; the few old ones are left for the
-// garbage of a restart.
+// clients keeps one registry cache (and its eureka.Client) per set of URLs,
+// credentials and TLS material: the syncers of one Eureka server share its
+// connections and one read of its registry per resync, however many they
+// are. A rotated Secret or CA bundle makes a new cache at the next
+// reconcile; a cache no syncer asked for in unusedFor is dropped, so the
+// old ones do not pile up.
 type clients struct {
 	reader   client.Reader // uncached: Secrets are never cached
 	defaults []string
@@ -32,39 +28,52 @@ type clients struct {
 	log      logrus.FieldLogger
 	observer eureka.Observer
 
-	mu    sync.Mutex
-	byKey map[[32]byte]*eureka.RegistryCache
+	mu       sync.Mutex
+	byKey    map[[32]byte]*eureka.RegistryCache
+	lastUsed map[[32]byte]time.Time
 }
 
-// forSyncer returns the registry cache of a syncer's servers and
-// credentials.
+// unusedFor is how long a cache lives without a syncer asking for it: many
+// resyncs, so only a rotated or deleted syncer's cache goes.
+const unusedFor = 10 * time.Minute
+
+// forSyncer returns the registry cache of a syncer's servers, credentials
+// and TLS material.
 func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eureka.RegistryCache, error) {
 	urls := s.Spec.Eureka.ServiceURLs
 	if len(urls) == 0 {
 		urls = c.defaults
 	}
-	var user, pass string
-	if ref := s.Spec.Eureka.CredentialsSecretRef; ref != nil {
-		var secret corev1.Secret
-		// Uncached: the manager does not watch (and so does not keep) Secrets.
-		if err := c.reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}, &secret); err != nil {
-			err = fmt.Errorf("read Eureka credentials from Secret %s: %w", ref.Name, err)
-			if apierrors.IsForbidden(err) {
-				// The manager may read Secrets only where a namespace grants it.
-				err = fmt.Errorf("%w (grant the manager access in this namespace: kubectl -n %s create rolebinding eurekube-eureka-credentials --clusterrole=eurekube-eureka-credentials --serviceaccount=<manager namespace>:eurekube-manager)",
-					err, s.Namespace)
-			}
-			return nil, err
-		}
-		user, pass = string(secret.Data["username"]), string(secret.Data["password"])
+	access, err := readEurekaAccess(ctx, c.reader, s)
+	if err != nil {
+		return nil, err
 	}
-	key := sha256.Sum256([]byte(strings.Join(urls, "\n") + "\x00" + user + "\x00" + pass))
+	key := access.digest(urls)
+	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.byKey == nil {
+		c.byKey = map[[32]byte]*eureka.RegistryCache{}
+	}
+	if c.lastUsed == nil {
+		c.lastUsed = map[[32]byte]time.Time{}
+	}
+	for k, cache := range c.byKey {
+		if k != key && now.Sub(c.lastUsed[k]) > unusedFor {
+			cache.Client().CloseIdleConnections()
+			delete(c.byKey, k)
+			delete(c.lastUsed, k)
+		}
+	}
+	c.lastUsed[key] = now
 	if cache, ok := c.byKey[key]; ok {
 		return cache, nil
 	}
-	cl, err := eureka.New(eureka.Options{URLs: urls, Username: user, Password: pass, Timeout: c.timeout, Logger: c.log, Observer: c.observer})
+	cl, err := eureka.New(eureka.Options{
+		URLs: urls, Username: access.credentials.Username, Password: access.credentials.Password,
+		RootCAs: access.roots, ClientCertificate: access.clientCert,
+		Timeout: c.timeout, Logger: c.log, Observer: c.observer,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("client for Eureka at %v: %w", urls, err)
 	}
