@@ -43,6 +43,10 @@ type EurekaOptions struct {
 	StartTimeout time.Duration
 	// LogDir receives eureka.log (default: a new temporary directory).
 	LogDir string
+	// TLS, when set, serves HTTPS only (URL is https://).
+	TLS *EurekaTLS
+	// Auth, when set, demands HTTP basic auth.
+	Auth *EurekaAuth
 }
 
 // Eureka is a running Spring Cloud Netflix Eureka server.
@@ -54,6 +58,17 @@ type Eureka struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
+	// http reaches the server when it serves HTTPS (nil: the default).
+	http *http.Client
+}
+
+// harnessClient is the HTTP client of the harness's own checks.
+func (e *Eureka) harnessClient() (*http.Client, error) {
+	cfg, err := e.opts.TLS.clientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("eureka server: %w", err)
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}, nil
 }
 
 // StartEureka builds (or finds cached) the server jar, starts it on
@@ -123,7 +138,21 @@ func EurekaT(t testing.TB, opts EurekaOptions) *Eureka {
 }
 
 // URL is the server's service URL, as clients are configured with it.
-func (e *Eureka) URL() string { return "http://" + e.Addr() + "/eureka" }
+func (e *Eureka) URL() string {
+	scheme := "http"
+	if e.opts.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + e.Addr() + "/eureka"
+}
+
+// SetAuth changes the credentials the server demands from its next start
+// (Restart): how a team rotates a Eureka password.
+func (e *Eureka) SetAuth(auth *EurekaAuth) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.opts.Auth = auth
+}
 
 // Addr is the server's host:port.
 func (e *Eureka) Addr() string { return net.JoinHostPort(e.opts.Host, strconv.Itoa(e.opts.Port)) }
@@ -148,6 +177,28 @@ func (e *Eureka) start(ctx context.Context) error {
 		"--server.address=" + e.opts.Host,
 		"--server.port=" + strconv.Itoa(e.opts.Port),
 		"--spring.profiles.active=" + e.opts.Profile,
+	}
+	e.mu.Lock()
+	tlsOpts, auth := e.opts.TLS, e.opts.Auth
+	e.mu.Unlock()
+	if tlsOpts != nil {
+		more, err := tlsOpts.args(e.opts.Host, filepath.Dir(e.logPath))
+		if err != nil {
+			logFile.Close()
+			return err
+		}
+		args = append(args, more...)
+		cl, err := e.harnessClient()
+		if err != nil {
+			logFile.Close()
+			return err
+		}
+		e.mu.Lock()
+		e.http = cl
+		e.mu.Unlock()
+	}
+	if auth != nil {
+		args = append(args, "--eurekube.auth.username="+auth.Username, "--eurekube.auth.password="+auth.Password)
 	}
 	args = append(args, e.opts.Args...)
 	cmd := exec.Command("java", args...)
@@ -199,7 +250,16 @@ func (e *Eureka) answers(ctx context.Context) bool {
 		return false
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	e.mu.Lock()
+	cl, auth := e.http, e.opts.Auth
+	e.mu.Unlock()
+	if cl == nil {
+		cl = http.DefaultClient
+	}
+	if auth != nil {
+		req.SetBasicAuth(auth.Username, auth.Password)
+	}
+	resp, err := cl.Do(req)
 	if err != nil {
 		return false
 	}

@@ -10,6 +10,8 @@ import java.security.MessageDigest;
 import java.util.Base64;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.core.Ordered;
+import org.springframework.core.annotation.Order;
 import org.springframework.stereotype.Component;
 import org.springframework.web.filter.OncePerRequestFilter;
 
@@ -20,9 +22,11 @@ import org.springframework.web.filter.OncePerRequestFilter;
  * eurekube.auth.password); a plain filter rather than Spring Security, so the
  * server needs no other dependency and starts as fast as before. A request
  * without the right credentials gets 401 with a Basic challenge, as Spring
- * Security answers.
+ * Security answers. First of all filters: Eureka's Jersey runs as a filter
+ * too and answers without passing the request on.
  */
 @Component
+@Order(Ordered.HIGHEST_PRECEDENCE)
 @ConditionalOnProperty(name = "eurekube.auth.username")
 public class BasicAuthFilter extends OncePerRequestFilter {
     private final byte[] expected;
