@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,10 +30,13 @@ func orphanSuspects(insts []eureka.Instance, known map[types.UID]struct{}) map[t
 }
 
 // collectOrphans cancels the instances (all of this cluster and syncer:
-// insts come filtered by markers) whose pod no longer exists, and returns
-// how many it removed and the instances left. A pod is gone only when
-// neither the cache nor an uncached read of the API server knows its UID.
-func (r *Reconciler) collectOrphans(ctx context.Context, s *v1alpha1.EurekaSyncer, cl *eureka.Client, insts []eureka.Instance, selected map[types.UID]struct{}) (int, []eureka.Instance, error) {
+// insts come filtered by markers, read at readAt) whose pod no longer
+// exists, and returns how many it removed and the instances left. A pod is
+// gone only when neither the cache nor an uncached read of the API server
+// knows its UID. An instance is counted once: a read older than its cancel
+// still lists it (and, failed over to a peer the cancel has not reached
+// yet, a second cancel would even succeed).
+func (r *Reconciler) collectOrphans(ctx context.Context, s *v1alpha1.EurekaSyncer, cl *eureka.Client, insts []eureka.Instance, readAt time.Time, selected map[types.UID]struct{}) (int, []eureka.Instance, error) {
 	gone := orphanSuspects(insts, selected)
 	if len(gone) == 0 {
 		return 0, insts, nil
@@ -67,9 +71,16 @@ func (r *Reconciler) collectOrphans(ctx context.Context, s *v1alpha1.EurekaSynce
 			kept = append(kept, inst)
 			continue
 		}
+		key := inst.App + "/" + inst.InstanceID
+		if r.cancelled.setSince(key, readAt) {
+			continue // cancelled since this read: gone
+		}
 		switch cerr := cl.Cancel(ctx, inst.App, inst.InstanceID); {
 		case cerr == nil:
-			removed = append(removed, inst.InstanceID)
+			if !r.cancelled.setSince(key, time.Time{}) {
+				removed = append(removed, inst.InstanceID)
+			}
+			r.cancelled.remember(key)
 		case errors.Is(cerr, eureka.ErrNotFound):
 			// Gone already: the list read was stale.
 		default:

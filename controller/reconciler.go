@@ -71,7 +71,10 @@ type Reconciler struct {
 	clients   *clients
 	log       logrus.FieldLogger
 	opts      Options
-	overrides *overrideMemo
+	overrides *writeMemo
+	// cancelled: the orphans this manager cancelled, so that a registry
+	// read older than the cancel neither cancels nor counts them again.
+	cancelled *writeMemo
 	// leases heartbeats the instances of Service-mode syncers (leases.go).
 	leases *leaseKeeper
 }
@@ -92,7 +95,8 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 		log:       o.Logger,
 		opts:      o,
 		// Longer than a resync plus the server's response cache (30 s).
-		overrides: &overrideMemo{ttl: o.ResyncPeriod + time.Minute},
+		overrides: &writeMemo{ttl: o.ResyncPeriod + time.Minute},
+		cancelled: &writeMemo{ttl: o.ResyncPeriod + time.Minute},
 		leases:    newLeaseKeeper(o.Logger),
 		clients: &clients{
 			reader: mgr.GetAPIReader(), defaults: o.DefaultEurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
@@ -181,7 +185,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if obs.eurekaErr == nil {
-		obs.orphansRemoved, obs.instances, obs.eurekaErr = r.collectOrphans(ctx, &s, cl, obs.instances, obs.pods.uids)
+		obs.orphansRemoved, obs.instances, obs.eurekaErr = r.collectOrphans(ctx, &s, cl, obs.instances, obs.readAt, obs.pods.uids)
 	}
 	// Service mode: the manager registers the Service itself; a deleted
 	// syncer's Service instances, and those a syncer back in Pod mode left,

@@ -54,14 +54,14 @@ type trafficObserved struct {
 	err error
 }
 
-// overrideMemo remembers when this manager last set an instance's
-// override: the registry read it is compared with may predate the change
-// (it is up to a resync, and the server's response cache, old), and would
-// otherwise have it sent again by every reconcile until it catches up. A
-// read newer than the change that still shows no override is believed:
-// the override is set again (the instance was cancelled and registered
-// anew since, say).
-type overrideMemo struct {
+// writeMemo remembers when this manager last wrote something of an
+// instance (set its override, cancelled it as an orphan): the registry
+// read it is compared with may predate the write (it is up to a resync,
+// and the server's response cache, old), and would otherwise have it sent
+// again by every reconcile until it catches up. A read newer than the
+// write that still disagrees is believed: the write is made again (the
+// instance was cancelled and registered anew since, say).
+type writeMemo struct {
 	mu   sync.Mutex
 	set  map[string]time.Time // by app/id
 	ttl  time.Duration
@@ -69,14 +69,14 @@ type overrideMemo struct {
 }
 
 // setSince says whether the override of key was set after since.
-func (m *overrideMemo) setSince(key string, since time.Time) bool {
+func (m *writeMemo) setSince(key string, since time.Time) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	at, ok := m.set[key]
 	return ok && at.After(since)
 }
 
-func (m *overrideMemo) remember(key string) {
+func (m *writeMemo) remember(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.set == nil {
@@ -94,7 +94,7 @@ func (m *overrideMemo) remember(key string) {
 	}
 }
 
-func (m *overrideMemo) forget(key string) {
+func (m *writeMemo) forget(key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.set, key)
