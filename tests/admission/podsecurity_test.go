@@ -56,3 +56,62 @@ func TestInject_InjectedPodIsAdmittedUnderPodSecurityRestricted(t *testing.T) {
 		}
 	})
 }
+
+// A syncer with Eureka credentials, a CA bundle and a client certificate:
+// the pod gets them as one projected volume mounted read-only into the
+// registrar alone, no Secret in any environment, and Pod Security
+// restricted still admits it (projected Secret and ConfigMap volumes are
+// allowed there).
+func TestInject_EurekaCredentialsAndTLSAreFilesOfTheRegistrarUnderRestricted(t *testing.T) {
+	requireInjection(t)
+	ctx := testContext(t)
+	ns := optedInNamespace(ctx, t, "restricted-tls", "pod-security.kubernetes.io/enforce", "restricted")
+	createSyncer(t, syncer(ns, "ledger", func(s *eurekubev1alpha1.EurekaSyncer) {
+		s.Spec.Eureka.ServiceURLs = []string{"https://eureka.corp.example:8761/eureka"}
+		s.Spec.Eureka.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "eureka-login"}
+		s.Spec.Eureka.TLS = &eurekubev1alpha1.EurekaTLS{
+			CABundleRef:                &eurekubev1alpha1.CABundleRef{Name: "corp-ca"},
+			ClientCertificateSecretRef: &corev1.LocalObjectReference{Name: "eureka-client"},
+		}
+	}))
+	pod := appPod(ns, "ledger")
+	if err := suite.c.Create(ctx, pod); err != nil {
+		t.Fatalf("Pod Security refused the injected pod with the Eureka files: %v", err)
+	}
+	var got corev1.Pod
+	if err := suite.c.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !eurekubev1alpha1.RunsRegistrar(&got) {
+		t.Fatalf("the pod was not injected; containers: %v", containerNames(&got))
+	}
+	var volume string
+	for _, v := range got.Spec.Volumes {
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil && src.Secret.Name == "eureka-login" {
+					volume = v.Name
+				}
+			}
+		}
+	}
+	if volume == "" {
+		t.Fatalf("no projected volume of Secret eureka-login in %+v", got.Spec.Volumes)
+	}
+	for _, c := range append(append([]corev1.Container{}, got.Spec.InitContainers...), got.Spec.Containers...) {
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				t.Errorf("container %s: env %s from a Secret", c.Name, e.Name)
+			}
+		}
+		mounted := false
+		for _, m := range c.VolumeMounts {
+			if m.Name == volume {
+				mounted = m.ReadOnly
+			}
+		}
+		if mounted != (c.Name == eurekubev1alpha1.RegistrarContainerName) {
+			t.Errorf("container %s mounts the Eureka files read-only: %v; want the registrar alone to", c.Name, mounted)
+		}
+	}
+}
