@@ -44,7 +44,7 @@ type Options struct {
 	// Node.LogDir). Default: a new temporary directory.
 	LogDir string
 	// Peers is how many Eureka servers replicate to each other; 0 means
-	// EurekaPeers.
+	// EurekaPeers, 1 a single server.
 	Peers int
 	// Bare starts the node and Eureka only: no cert-manager, no Eurekube,
 	// for tests that install (and uninstall) Eurekube themselves.
@@ -152,7 +152,15 @@ func install(ctx context.Context, n *node.Node, o Options) (*Cluster, error) {
 	eureka := make(chan error, 1)
 	go func() {
 		var err error
-		c.Peers, err = harness.StartEurekaPeers(ctx, harness.EurekaOptions{Host: node.NodeIP, Port: o.EurekaPort, Profile: o.EurekaProfile, LogDir: o.LogDir}, cmp.Or(o.Peers, EurekaPeers))
+		opts := harness.EurekaOptions{Host: node.NodeIP, Port: o.EurekaPort, Profile: o.EurekaProfile, LogDir: o.LogDir}
+		if o.Peers == 1 {
+			var e *harness.Eureka
+			if e, err = harness.StartEureka(ctx, opts); err == nil {
+				c.Peers = &harness.EurekaPeers{Servers: []*harness.Eureka{e}}
+			}
+		} else {
+			c.Peers, err = harness.StartEurekaPeers(ctx, opts, cmp.Or(o.Peers, EurekaPeers))
+		}
 		if err == nil {
 			c.Eureka = c.Peers.Servers[len(c.Peers.Servers)-1]
 		}
