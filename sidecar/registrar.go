@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -290,11 +291,26 @@ type outageLog struct {
 	failures int
 	since    time.Time
 	lastLog  time.Time
+	// refused: the last failure logged was Eureka refusing the
+	// credentials (401), which is logged as such when it begins, even in
+	// the middle of an outage (a server restarted with a rotated
+	// password), since the fix is not Eureka's but the pod's credentials.
+	refused bool
 }
 
 func (o *outageLog) failed(log logrus.FieldLogger, err error) {
 	now := time.Now()
 	o.failures++
+	refused := eureka.StatusCode(err) == http.StatusUnauthorized
+	if refused && !o.refused {
+		if o.failures == 1 {
+			o.since = now
+		}
+		o.lastLog, o.refused = now, true
+		log.WithError(err).Warn("eureka refused the credentials; retrying with backoff")
+		return
+	}
+	o.refused = refused
 	if o.failures == 1 {
 		o.since, o.lastLog = now, now
 		log.WithError(err).Warn("eureka unreachable; retrying with backoff")

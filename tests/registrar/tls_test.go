@@ -13,6 +13,7 @@ import (
 
 	"github.com/eurekube/eurekube/certs"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/sidecar"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -121,8 +122,16 @@ func TestRegistrar_RegistersOverMutualTLSTrustingOnlyThePrivateCA(t *testing.T) 
 		}
 		return nil
 	})
-	// Both keep trying: a few more seconds, and neither exited or got in.
-	time.Sleep(3 * time.Second)
+	// Both keep trying (their failed attempts count on) and neither exits
+	// or gets in.
+	harness.Eventually(t, 60*time.Second, "three failed attempts each", func() error {
+		for _, p := range []*pod{distrusting, noCert} {
+			if n := failedRequests(t, p.env[sidecar.EnvListenAddr]); n < 3 {
+				return fmt.Errorf("%s: %v failed attempts", p.name, n)
+			}
+		}
+		return nil
+	})
 	for _, p := range []*pod{distrusting, noCert} {
 		if !p.running() {
 			t.Fatalf("registrar %s exited:\n%s", p.name, p.Log())
@@ -205,7 +214,7 @@ func TestRegistrar_FollowsARotatedPasswordWithoutARestart(t *testing.T) {
 	if _, err := c.Instance(ctx, fromEnv.app, fromEnv.instanceID()); err == nil {
 		t.Fatal("the registrar with env credentials is registered, yet its password is the old one")
 	}
-	if !strings.Contains(fromEnv.Log(), "HTTP 401") || !fromEnv.running() {
+	if !strings.Contains(fromEnv.Log(), "HTTP 401") || !strings.Contains(fromEnv.Log(), "eureka refused the credentials") || !fromEnv.running() {
 		t.Fatalf("the registrar with env credentials: want 401s in its log and still running:\n%s", fromEnv.Log())
 	}
 	t.Logf("env credentials after the rotation: %s", lineWith(fromEnv.Log(), "HTTP 401"))
