@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -86,10 +85,14 @@ func uninstall(ctx context.Context, c client.Client, out, errOut io.Writer, time
 		}
 		now, err := listSyncers(wctx, c)
 		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				continue
+			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || meta.IsNoMatchError(err) {
+				return err
 			}
-			return err
+			// A read cut short by the deadline (client-go's rate limiter
+			// refuses to wait past it, which is no DeadlineExceeded) or a
+			// passing failure: read again until the deadline, then report
+			// what was last seen.
+			continue
 		}
 		for _, s := range left {
 			if !slices.ContainsFunc(now, func(n v1alpha1.EurekaSyncer) bool { return n.UID == s.UID }) {
