@@ -115,6 +115,9 @@ func (i *Issuer) Start(ctx context.Context) error {
 	for {
 		wait := retry
 		recheck, err := i.sync(ctx)
+		if ctx.Err() != nil {
+			return nil // stopping (or no longer the leader): a read cut short is no failure
+		}
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
 			// Another writer (a previous leader, a helm upgrade) came
 			// between the read and the write: read again.
