@@ -143,8 +143,8 @@ func TestOverlap_TheNewerSyncerNamesTheOlderThatOwnsThePods(t *testing.T) {
 	if got, want := getEsync(t, ns, newer.Name), "ledger-v2 LEDGER-V2 Serve 0/0 0/0 Nowhere 0 True"; !strings.HasPrefix(got, want+" ") {
 		t.Fatalf("kubectl get esync %s = %q, want %q AGE", newer.Name, got, want)
 	}
-	if got := getEsync(t, ns, newer.Name, "-o", "wide"); !strings.HasSuffix(got, " 0 0 2 0") {
-		t.Fatalf("kubectl get esync -o wide = %q, want ... INJECTED=0 SKIPPED=0 OTHER-SYNCER=2 NO-DRAIN=0", got)
+	if got := getEsync(t, ns, newer.Name, "-o", "wide"); !strings.HasSuffix(got, " 0 0 2 0 0") {
+		t.Fatalf("kubectl get esync -o wide = %q, want ... INJECTED=0 SKIPPED=0 OTHER-SYNCER=2 NO-DRAIN=0 OUTDATED=0", got)
 	}
 }
 

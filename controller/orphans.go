@@ -33,9 +33,10 @@ func orphanSuspects(insts []eureka.Instance, known map[types.UID]struct{}) map[t
 // insts come filtered by markers, read at readAt) whose pod no longer
 // exists, and returns how many it removed and the instances left. A pod is
 // gone only when neither the cache nor an uncached read of the API server
-// knows its UID. An instance is counted once: a read older than its cancel
-// still lists it (and, failed over to a peer the cancel has not reached
-// yet, a second cancel would even succeed).
+// knows its UID. An instance cancelled since the read is not cancelled and
+// counted again: a read older than the cancel still lists it, and a second
+// cancel, failed over to a peer the first has not reached yet, would even
+// succeed.
 func (r *Reconciler) collectOrphans(ctx context.Context, s *v1alpha1.EurekaSyncer, cl *eureka.Client, insts []eureka.Instance, readAt time.Time, selected map[types.UID]struct{}) (int, []eureka.Instance, error) {
 	gone := orphanSuspects(insts, selected)
 	if len(gone) == 0 {
@@ -77,9 +78,7 @@ func (r *Reconciler) collectOrphans(ctx context.Context, s *v1alpha1.EurekaSynce
 		}
 		switch cerr := cl.Cancel(ctx, inst.App, inst.InstanceID); {
 		case cerr == nil:
-			if !r.cancelled.setSince(key, time.Time{}) {
-				removed = append(removed, inst.InstanceID)
-			}
+			removed = append(removed, inst.InstanceID)
 			r.cancelled.remember(key)
 		case errors.Is(cerr, eureka.ErrNotFound):
 			// Gone already: the list read was stale.
