@@ -11,12 +11,17 @@ import (
 // RunsRegistrar is true when the pod has the registrar container, whoever
 // put it there.
 func RunsRegistrar(pod *corev1.Pod) bool {
+	return registrarContainer(pod) != nil
+}
+
+// registrarContainer is the pod's registrar container, or nil.
+func registrarContainer(pod *corev1.Pod) *corev1.Container {
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == RegistrarContainerName {
-			return true
+			return &pod.Spec.Containers[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // MarkedInjected is true when the webhook recorded the pod as injected.
@@ -31,10 +36,8 @@ func InjectedRegistrarImage(pod *corev1.Pod) string {
 	if image := pod.Annotations[RegistrarImageAnnotation]; image != "" {
 		return image
 	}
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == RegistrarContainerName {
-			return pod.Spec.Containers[i].Image
-		}
+	if c := registrarContainer(pod); c != nil {
+		return c.Image
 	}
 	return ""
 }

@@ -2,7 +2,6 @@ package lifecycle_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -309,7 +308,7 @@ func waitNothingLeft(t *testing.T, app cluster.App) {
 		t.Fatalf("the app's pods did not run on: ready %v", v.ReadyPods)
 	}
 	var left corev1.SecretList
-	if err := c.Node.Client.List(ctx, &left, client.InNamespace(cluster.ManagerNamespace)); err != nil && !errors.Is(err, context.Canceled) {
+	if err := c.Node.Client.List(ctx, &left, client.InNamespace(cluster.ManagerNamespace)); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range left.Items {
