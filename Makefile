@@ -20,8 +20,9 @@ export EUREKUBE_CACHE := $(CACHE)
 ARTIFACTS := KUBEBUILDER_ASSETS=$$(tests/tools/envtest/build.sh); \
 	EUREKUBE_EUREKA_JAR=$$(tests/eureka-server/build.sh); \
 	EUREKUBE_SPRING_CLIENT_JAR=$$(tests/spring-client/build.sh); \
+	EUREKUBE_SPRING_BOOT_ADMIN_JAR=$$(tests/spring-boot-admin/build.sh); \
 	EUREKUBE_CERT_MANAGER=$$(tests/tools/certmanager/build.sh); \
-	export KUBEBUILDER_ASSETS EUREKUBE_EUREKA_JAR EUREKUBE_SPRING_CLIENT_JAR EUREKUBE_CERT_MANAGER
+	export KUBEBUILDER_ASSETS EUREKUBE_EUREKA_JAR EUREKUBE_SPRING_CLIENT_JAR EUREKUBE_SPRING_BOOT_ADMIN_JAR EUREKUBE_CERT_MANAGER
 # What only the tests use: Helm (the chart's tests) and promtool (the
 # alerts' tests), each built from its Go module.
 TEST_TOOLS := EUREKUBE_HELM=$$(tests/tools/helm/build.sh); \
@@ -76,6 +77,10 @@ envtest: ## Build kube-apiserver, etcd, kube-controller-manager and kubectl from
 .PHONY: eureka-server
 eureka-server: ## Build the Spring Cloud Eureka server used by the tests (Maven, cached).
 	tests/eureka-server/build.sh
+
+.PHONY: spring-boot-admin
+spring-boot-admin: ## Build the Spring Boot Admin server used by the tests (Maven, cached).
+	tests/spring-boot-admin/build.sh
 
 .PHONY: unit
 unit: ## The tests that need nothing but Go (go test -short): seconds, no JVM, no API server, no root.

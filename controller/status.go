@@ -108,7 +108,7 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 }
 
 // conditions returns Synced, EurekaReachable, PodsInjected, Exclusive,
-// Drained, RegistrarCurrent and TrafficApplied. up counts the instances
+// Drained, RegistrarCurrent, TrafficApplied and LeaseSafe. up counts the instances
 // UP, and those held OUT_OF_SERVICE on purpose.
 func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Condition {
 	injected := metav1.Condition{Type: v1alpha1.ConditionPodsInjected, Status: metav1.ConditionTrue, Reason: "AllInjected",
@@ -124,7 +124,7 @@ func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Cond
 		reachable.Status, reachable.Reason, reachable.Message = metav1.ConditionFalse, obs.eurekaReason, truncate(obs.eurekaErr.Error(), 1024)
 	}
 
-	return []metav1.Condition{synced(s, obs, up, injected), reachable, injected, exclusive(s, obs), drained(obs), registrarCurrent(s, obs), trafficCondition(s, obs)}
+	return []metav1.Condition{synced(s, obs, up, injected), reachable, injected, exclusive(s, obs), drained(obs), registrarCurrent(s, obs), trafficCondition(s, obs), leaseSafe(s)}
 }
 
 // synced says whether Eureka agrees with Kubernetes: every selected pod

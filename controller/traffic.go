@@ -3,6 +3,7 @@ package controller
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -230,15 +231,16 @@ type podTraffic struct {
 
 // syncPodTraffic keeps the eurekube.io/traffic annotation of the pods this
 // syncer injected equal to traffic (spec.traffic, or TrafficDetached once
-// the syncer is deleted), and returns which of them are Ready and which
-// run on a node that is not.
+// the syncer is deleted), gives them their node's zone label where
+// Kubernetes did not (see podZonePatch), and returns which of them are
+// Ready and which run on a node that is not.
 func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer, traffic string) (podTraffic, error) {
 	out := podTraffic{lost: map[string]string{}, ready: map[string]bool{}}
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return out, fmt.Errorf("list pods: %w", err)
 	}
-	notReady, err := r.nodesNotReady(ctx)
+	nodes, err := r.nodeFacts(ctx)
 	if err != nil {
 		return out, err
 	}
@@ -248,35 +250,76 @@ func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSynce
 		if p.Annotations[v1alpha1.SyncerAnnotation] != s.Name || !v1alpha1.MarkedInjected(p) || !p.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if notReady[p.Spec.NodeName] {
+		if nodes.notReady[p.Spec.NodeName] {
 			out.lost[string(p.UID)] = p.Spec.NodeName
 		}
 		out.ready[string(p.UID)] = podReady(p)
-		if p.Annotations[v1alpha1.TrafficAnnotation] == traffic {
+		var patch podPatch
+		if p.Annotations[v1alpha1.TrafficAnnotation] != traffic {
+			patch.Metadata.Annotations = map[string]string{v1alpha1.TrafficAnnotation: traffic}
+		}
+		if zone, ok := podZonePatch(p, nodes.zone); ok {
+			patch.Metadata.Labels = map[string]string{corev1.LabelTopologyZone: zone}
+		}
+		if patch.Metadata.Annotations == nil && patch.Metadata.Labels == nil {
 			continue
 		}
-		patch := client.RawPatch(types.MergePatchType,
-			[]byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.TrafficAnnotation, traffic)))
+		raw, err := json.Marshal(patch)
+		if err != nil { // strings only: cannot happen
+			return out, fmt.Errorf("encode the patch of pod %s: %w", p.Name, err)
+		}
 		target := &corev1.Pod{}
 		target.Namespace, target.Name = p.Namespace, p.Name
-		if err := r.client.Patch(ctx, target, patch); client.IgnoreNotFound(err) != nil {
-			errs = append(errs, fmt.Errorf("annotate pod %s with %s=%s: %w", p.Name, v1alpha1.TrafficAnnotation, traffic, err))
+		if err := r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, raw)); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("patch pod %s with %s: %w", p.Name, raw, err))
 		}
 	}
 	return out, errors.Join(errs...)
 }
 
-// nodesNotReady names the nodes whose Ready condition is not True: the
-// kubelet stopped reporting (Unknown) or reports a failure (False).
-func (r *Reconciler) nodesNotReady(ctx context.Context) (map[string]bool, error) {
-	var nodes corev1.NodeList
-	if err := r.client.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+// podPatch is a JSON merge patch of a pod's labels and annotations.
+type podPatch struct {
+	Metadata struct {
+		Labels      map[string]string `json:"labels,omitempty"`
+		Annotations map[string]string `json:"annotations,omitempty"`
+	} `json:"metadata"`
+}
+
+// podZonePatch is the zone label a scheduled pod lacks and its node has.
+// Kubernetes copies it when it binds the pod (the PodTopologyLabels
+// admission plugin, on by default since 1.35); where that plugin is off,
+// the reconciler does, so that the registrar, which reads the label
+// through a downward-API file, registers the pod's zone either way.
+func podZonePatch(p *corev1.Pod, zones map[string]string) (string, bool) {
+	if _, has := p.Labels[corev1.LabelTopologyZone]; has || p.Spec.NodeName == "" {
+		return "", false
 	}
-	out := map[string]bool{}
-	for i := range nodes.Items {
-		if !nodeReady(&nodes.Items[i]) {
-			out[nodes.Items[i].Name] = true
+	zone, ok := zones[p.Spec.NodeName]
+	return zone, ok && zone != ""
+}
+
+// nodes is what the reconciler needs to know of the nodes.
+type nodes struct {
+	// notReady names the nodes whose Ready condition is not True: the
+	// kubelet stopped reporting (Unknown) or reports a failure (False).
+	notReady map[string]bool
+	// zone is each node's topology.kubernetes.io/zone label.
+	zone map[string]string
+}
+
+func (r *Reconciler) nodeFacts(ctx context.Context) (nodes, error) {
+	var list corev1.NodeList
+	if err := r.client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nodes{}, fmt.Errorf("list nodes: %w", err)
+	}
+	out := nodes{notReady: map[string]bool{}, zone: map[string]string{}}
+	for i := range list.Items {
+		n := &list.Items[i]
+		if !nodeReady(n) {
+			out.notReady[n.Name] = true
+		}
+		if z, ok := n.Labels[corev1.LabelTopologyZone]; ok {
+			out.zone[n.Name] = z
 		}
 	}
 	return out, nil

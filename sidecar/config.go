@@ -17,6 +17,23 @@ const (
 	HealthTCP  = "tcp"
 )
 
+// Protocols of the registered port.
+const (
+	ProtocolHTTP = "http"
+	ProtocolTCP  = "tcp"
+)
+
+// DefaultManagementBasePath is where Spring Boot's actuator answers unless
+// configured otherwise (management.endpoints.web.base-path).
+const DefaultManagementBasePath = "/actuator"
+
+// ManagementConfig is where an HTTP app's Spring Boot Actuator answers.
+type ManagementConfig struct {
+	Port     int
+	Scheme   string // "http" or "https"
+	BasePath string // such as /actuator; "/" for the root
+}
+
 // HealthConfig is how the registrar probes the app.
 type HealthConfig struct {
 	Type             string // HealthHTTP or HealthTCP
@@ -64,7 +81,17 @@ type Config struct {
 	ClientCertFile string
 	ClientKeyFile  string
 
+	// Protocol is what the registered port speaks: ProtocolHTTP or
+	// ProtocolTCP. A TCP instance carries no URLs.
+	Protocol   string
+	Management ManagementConfig
+
 	Health HealthConfig
+
+	// ZoneFile holds the pod's topology.kubernetes.io/zone label, which
+	// the registrar registers as metadata zone unless Metadata has one;
+	// empty: no file.
+	ZoneFile string
 
 	// TrafficFile holds the pod's eurekube.io/traffic annotation, read
 	// before every registration (see traffic.go); empty: no file, the
@@ -128,6 +155,8 @@ func Defaults(app string, port int) Config {
 	vip := strings.ToLower(app)
 	return Config{
 		AppName: app, Port: port, VIPAddress: vip, SecureVIPAddress: vip,
+		Protocol:   ProtocolHTTP,
+		Management: ManagementConfig{Port: port, Scheme: "http", BasePath: DefaultManagementBasePath},
 		Health: HealthConfig{Type: HealthTCP, Port: port, Period: DefaultHealthPeriod, Timeout: DefaultHealthTimeout,
 			FailureThreshold: DefaultFailureThreshold, SuccessThreshold: DefaultSuccessThreshold},
 		RenewalInterval: DefaultRenewalInterval,
@@ -170,6 +199,12 @@ func ParseEnv(lookup func(string) (string, bool)) (Config, error) {
 		CAFile:           p.optional(EnvEurekaCAFile, ""),
 		ClientCertFile:   p.optional(EnvEurekaClientCertFile, ""),
 		ClientKeyFile:    p.optional(EnvEurekaClientKeyFile, ""),
+		Protocol:         strings.ToLower(p.optional(EnvProtocol, d.Protocol)),
+		Management: ManagementConfig{
+			Port:     p.port(EnvManagementPort, false),
+			Scheme:   strings.ToLower(p.optional(EnvManagementScheme, d.Management.Scheme)),
+			BasePath: p.optional(EnvManagementBasePath, d.Management.BasePath),
+		},
 		Health: HealthConfig{
 			Type:             strings.ToLower(p.optional(EnvHealthType, d.Health.Type)),
 			Scheme:           strings.ToLower(p.optional(EnvHealthScheme, "")),
@@ -181,6 +216,7 @@ func ParseEnv(lookup func(string) (string, bool)) (Config, error) {
 			SuccessThreshold: p.count(EnvHealthSuccessThreshold, d.Health.SuccessThreshold),
 		},
 		TrafficFile:     p.optional(EnvTrafficFile, ""),
+		ZoneFile:        p.optional(EnvZoneFile, ""),
 		RenewalInterval: p.duration(EnvLeaseRenewalInterval, d.RenewalInterval),
 		LeaseDuration:   p.duration(EnvLeaseDuration, d.LeaseDuration),
 		RequestTimeout:  p.duration(EnvRequestTimeout, d.RequestTimeout),
@@ -194,6 +230,9 @@ func ParseEnv(lookup func(string) (string, bool)) (Config, error) {
 	}
 	if cfg.Health.Port == 0 {
 		cfg.Health.Port = cfg.Port
+	}
+	if cfg.Management.Port == 0 {
+		cfg.Management.Port = cfg.Port
 	}
 	if cfg.Health.Type == HealthHTTP && cfg.Health.Scheme == "" {
 		cfg.Health.Scheme = "http"
@@ -246,6 +285,10 @@ func (c *Config) Env() []EnvVar {
 	}
 	add(EnvClusterID, c.ClusterID)
 	add(EnvSyncer, c.Syncer)
+	add(EnvProtocol, c.Protocol)
+	add(EnvManagementPort, number(c.Management.Port))
+	add(EnvManagementScheme, c.Management.Scheme)
+	add(EnvManagementBasePath, c.Management.BasePath)
 	add(EnvEurekaUsernameFile, c.UsernameFile)
 	add(EnvEurekaPasswordFile, c.PasswordFile)
 	add(EnvEurekaCAFile, c.CAFile)
@@ -260,6 +303,7 @@ func (c *Config) Env() []EnvVar {
 	add(EnvHealthFailureThreshold, number(c.Health.FailureThreshold))
 	add(EnvHealthSuccessThreshold, number(c.Health.SuccessThreshold))
 	add(EnvTrafficFile, c.TrafficFile)
+	add(EnvZoneFile, c.ZoneFile)
 	add(EnvLeaseRenewalInterval, duration(c.RenewalInterval))
 	add(EnvLeaseDuration, duration(c.LeaseDuration))
 	add(EnvRequestTimeout, duration(c.RequestTimeout))
@@ -302,6 +346,12 @@ func (c *Config) Validate() error {
 		return &ConfigError{EnvHealthPath, c.Health.Path, "an http health check needs a path starting with /"}
 	case (c.Health.Type == HealthHTTP || c.Health.Scheme != "") && c.Health.Scheme != "http" && c.Health.Scheme != "https":
 		return &ConfigError{EnvHealthScheme, c.Health.Scheme, "want HTTP or HTTPS"}
+	case c.Protocol != ProtocolHTTP && c.Protocol != ProtocolTCP:
+		return &ConfigError{EnvProtocol, c.Protocol, "want http or tcp"}
+	case c.Management.Scheme != "http" && c.Management.Scheme != "https":
+		return &ConfigError{EnvManagementScheme, c.Management.Scheme, "want http or https"}
+	case !strings.HasPrefix(c.Management.BasePath, "/") || strings.ContainsAny(c.Management.BasePath, " ?#"):
+		return &ConfigError{EnvManagementBasePath, c.Management.BasePath, "want a URL path starting with /, such as /actuator"}
 	case c.LeaseDuration <= c.RenewalInterval:
 		return &ConfigError{EnvLeaseDuration, c.LeaseDuration.String(), "must be longer than " + EnvLeaseRenewalInterval + " (" + c.RenewalInterval.String() + ")"}
 	case c.UsernameFile != "" && c.PasswordFile == "":

@@ -26,6 +26,15 @@ const (
 	EnvClusterID        = "EUREKUBE_CLUSTER_ID"
 	EnvSyncer           = "EUREKUBE_SYNCER"
 
+	// What the registered port speaks: "http" (home, status page and health
+	// check URLs registered) or "tcp" (none).
+	EnvProtocol = "EUREKUBE_PROTOCOL"
+	// Where an HTTP app's actuator answers: the status page and health
+	// check URLs point at it (see instance.go).
+	EnvManagementPort     = "EUREKUBE_MANAGEMENT_PORT"      // number; default: the registered port
+	EnvManagementScheme   = "EUREKUBE_MANAGEMENT_SCHEME"    // "http" or "https"
+	EnvManagementBasePath = "EUREKUBE_MANAGEMENT_BASE_PATH" // default /actuator
+
 	EnvHealthType             = "EUREKUBE_HEALTH_TYPE"   // "http" or "tcp"
 	EnvHealthScheme           = "EUREKUBE_HEALTH_SCHEME" // "HTTP" or "HTTPS"
 	EnvHealthPath             = "EUREKUBE_HEALTH_PATH"
@@ -51,6 +60,10 @@ const (
 	// A file holding the pod's eurekube.io/traffic annotation (a
 	// downward-API volume): Standby registers OUT_OF_SERVICE.
 	EnvTrafficFile = "EUREKUBE_TRAFFIC_FILE"
+	// A file holding the pod's topology.kubernetes.io/zone label (a
+	// downward-API volume), registered as metadata zone; read before every
+	// registration, the instance registered again when it changes.
+	EnvZoneFile = "EUREKUBE_ZONE_FILE"
 
 	EnvLeaseRenewalInterval = "EUREKUBE_LEASE_RENEWAL_INTERVAL"
 	EnvLeaseDuration        = "EUREKUBE_LEASE_DURATION"
@@ -81,9 +94,10 @@ func EnvNames() []string {
 		EnvPodName, EnvPodNamespace, EnvPodUID, EnvPodIP, EnvNodeName,
 		EnvAppName, EnvVIPAddress, EnvSecureVIPAddress, EnvPort, EnvSecurePort,
 		EnvEurekaURLs, EnvEurekaUsername, EnvEurekaPassword, EnvMetadata, EnvClusterID, EnvSyncer,
+		EnvProtocol, EnvManagementPort, EnvManagementScheme, EnvManagementBasePath,
 		EnvEurekaUsernameFile, EnvEurekaPasswordFile, EnvEurekaCAFile, EnvEurekaClientCertFile, EnvEurekaClientKeyFile,
 		EnvHealthType, EnvHealthScheme, EnvHealthPath, EnvHealthPort, EnvHealthPeriod, EnvHealthTimeout,
-		EnvHealthFailureThreshold, EnvHealthSuccessThreshold, EnvTrafficFile,
+		EnvHealthFailureThreshold, EnvHealthSuccessThreshold, EnvTrafficFile, EnvZoneFile,
 		EnvLeaseRenewalInterval, EnvLeaseDuration, EnvListenAddr, EnvShutdownTimeout, EnvLogLevel,
 		EnvRequestTimeout, EnvRetryMax,
 	}

@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"strconv"
@@ -29,15 +30,24 @@ func (c *Config) InstanceID() string {
 // name and namespace (in two clusters) a one in four billion chance.
 const instanceIDUIDLength = 8
 
+// Metadata keys Spring tools read (Spring Cloud's Eureka client writes the
+// same ones for its apps): the zone Spring Cloud LoadBalancer's zone
+// preference compares with the caller's, and where Spring Boot Admin finds
+// the actuator when it has a port or path of its own.
+const (
+	MetaZone                  = "zone"
+	MetaManagementPort        = "management.port"
+	MetaManagementContextPath = "management.context-path"
+	MetaManagementScheme      = "management.scheme"
+)
+
 // Instance is the pod's registration with the given status. hostName is the
 // pod IP, because Spring clients call hostName.
 func (c *Config) Instance(status eureka.Status) eureka.Instance {
-	base := "http://" + net.JoinHostPort(c.PodIP, strconv.Itoa(c.Port))
-	health := base + "/"
-	if c.Health.Type == HealthHTTP {
-		health = c.Health.Scheme + "://" + net.JoinHostPort(c.PodIP, strconv.Itoa(c.Health.Port)) + c.Health.Path
+	meta := make(map[string]string, len(c.Metadata)+10)
+	if c.Protocol == ProtocolHTTP {
+		c.addManagementMetadata(meta)
 	}
-	meta := make(map[string]string, len(c.Metadata)+6)
 	for k, v := range c.Metadata {
 		meta[k] = v
 	}
@@ -49,7 +59,7 @@ func (c *Config) Instance(status eureka.Status) eureka.Instance {
 	meta[eureka.MetaPod] = c.PodName
 	meta[eureka.MetaPodUID] = c.PodUID
 	meta[eureka.MetaSyncer] = c.Syncer
-	return eureka.Instance{
+	inst := eureka.Instance{
 		App:               strings.ToUpper(c.AppName),
 		InstanceID:        c.InstanceID(),
 		HostName:          c.PodIP,
@@ -61,11 +71,63 @@ func (c *Config) Instance(status eureka.Status) eureka.Instance {
 		PortEnabled:       true,
 		SecurePort:        c.SecurePort,
 		SecurePortEnabled: c.SecurePort != 0,
-		HomePageURL:       base + "/",
-		StatusPageURL:     base + "/",
-		HealthCheckURL:    health,
 		RenewalInterval:   c.RenewalInterval,
 		Duration:          c.LeaseDuration,
 		Metadata:          meta,
+	}
+	if c.Protocol == ProtocolHTTP {
+		inst.HomePageURL, inst.StatusPageURL, inst.HealthCheckURL = c.urls()
+	}
+	return inst
+}
+
+// urls are an HTTP instance's home page (the registered port's root), its
+// status page (the actuator's info) and its health check: the actuator's
+// health, unless the registrar probes an HTTP path outside the actuator
+// (an app without one), which is then the truer health URL.
+func (c *Config) urls() (home, status, health string) {
+	home = "http://" + net.JoinHostPort(c.PodIP, strconv.Itoa(c.Port)) + "/"
+	actuator := c.Management.Scheme + "://" + net.JoinHostPort(c.PodIP, strconv.Itoa(c.Management.Port)) +
+		strings.TrimSuffix(c.Management.BasePath, "/")
+	health = actuator + "/health"
+	if h := c.Health; h.Type == HealthHTTP && !(h.Port == c.Management.Port && c.probesActuatorHealth()) {
+		health = h.Scheme + "://" + net.JoinHostPort(c.PodIP, strconv.Itoa(h.Port)) + h.Path
+	}
+	return home, actuator + "/info", health
+}
+
+// ActuatorBase is the actuator's base path when path is its health
+// endpoint or one of its groups ("/actuator/health/readiness": "/actuator";
+// "/health": "/"), and false for any other path.
+func ActuatorBase(path string) (string, bool) {
+	i := strings.LastIndex(path, "/health")
+	if i < 0 {
+		return "", false
+	}
+	if rest := path[i+len("/health"):]; rest != "" && !strings.HasPrefix(rest, "/") {
+		return "", false
+	}
+	return cmp.Or(path[:i], "/"), true
+}
+
+// probesActuatorHealth is true when the registrar's HTTP health check is
+// the actuator's health endpoint or one of its groups.
+func (c *Config) probesActuatorHealth() bool {
+	base, ok := ActuatorBase(c.Health.Path)
+	return ok && strings.TrimSuffix(base, "/") == strings.TrimSuffix(c.Management.BasePath, "/")
+}
+
+// addManagementMetadata adds what Spring Boot Admin needs to find an
+// actuator that does not answer on the registered port under /actuator.
+func (c *Config) addManagementMetadata(meta map[string]string) {
+	m := c.Management
+	if m.Port != c.Port {
+		meta[MetaManagementPort] = strconv.Itoa(m.Port)
+	}
+	if m.Port != c.Port || m.BasePath != DefaultManagementBasePath {
+		meta[MetaManagementContextPath] = m.BasePath
+	}
+	if m.Scheme != "http" {
+		meta[MetaManagementScheme] = m.Scheme
 	}
 }

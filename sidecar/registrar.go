@@ -38,6 +38,10 @@ type Registrar struct {
 	version, accepted time.Time
 	// trafficFileMissing: the missing traffic file has been logged.
 	trafficFileMissing bool
+	// zone: what the last accepted registration carried from the zone
+	// file; zoneFileUnreadable: a failure to read it has been logged.
+	zone               string
+	zoneFileUnreadable bool
 }
 
 // New returns a registrar for cfg. metrics may be nil.
@@ -113,6 +117,11 @@ func (r *Registrar) Run(ctx context.Context) error {
 				timer.Reset(time.Until(next))
 				continue
 			}
+			if zone := r.readZone(); !dirty && zone != r.zone {
+				r.log.WithFields(logrus.Fields{"from": r.zone, "to": zone}).Info("zone changed: registering again")
+				dirty = true
+				r.version = r.nextVersion()
+			}
 			var err error
 			if dirty {
 				attempted = true
@@ -160,12 +169,15 @@ func (r *Registrar) register(ctx context.Context, status eureka.Status) error {
 	inst := r.cfg.Instance(status)
 	inst.LastDirtyTimestamp = r.version
 	inst.OverriddenStatus = r.readTrafficOverride()
+	zone := r.readZone()
+	withZone(&inst, zone)
 	ctx, done := lingering(ctx, r.cfg.ShutdownTimeout/2)
 	defer done()
 	err := r.registry.Register(ctx, inst)
 	r.metrics.observeRegistration(err)
 	if err == nil {
 		r.accepted = r.version
+		r.zone = zone
 		r.status.Store(status)
 		r.registered.Store(true)
 		r.metrics.setStatus(status)

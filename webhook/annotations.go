@@ -53,6 +53,10 @@ type Overrides struct {
 	SecurePort       *intstr.IntOrString
 	PreStopSleep     *int32
 
+	Protocol       v1alpha1.Protocol
+	ManagementPort *intstr.IntOrString
+	ManagementPath string
+
 	HealthType   v1alpha1.HealthCheckType
 	HealthScheme string
 	HealthPath   string
@@ -146,6 +150,21 @@ var annotationParsers = map[string]annotationParser{
 		o.PreStopSleep = &s
 		return fmt.Sprintf("whole seconds from 0 to %d (0 disables the injected preStop)", maxPreStopSleepSeconds),
 			err == nil && n >= 0 && n <= maxPreStopSleepSeconds
+	},
+	v1alpha1.AnnotationProtocol: func(o *Overrides, v string) (string, bool) {
+		p := v1alpha1.Protocol(strings.ToUpper(v))
+		o.Protocol = p
+		return `"HTTP" or "TCP"`, p == v1alpha1.ProtocolHTTP || p == v1alpha1.ProtocolTCP
+	},
+	v1alpha1.AnnotationManagementPort: func(o *Overrides, v string) (string, bool) {
+		p, ok := parsePort(v)
+		o.ManagementPort = &p
+		return portAllowed, ok
+	},
+	v1alpha1.AnnotationManagementPath: func(o *Overrides, v string) (string, bool) {
+		o.ManagementPath = v
+		return fmt.Sprintf("an absolute URL path starting with '/', such as /actuator, without spaces or control characters, at most %d characters", maxHealthPathLength),
+			validHealthPath(v)
 	},
 	v1alpha1.AnnotationHealthType: func(o *Overrides, v string) (string, bool) {
 		t := v1alpha1.HealthCheckType(strings.ToUpper(v))

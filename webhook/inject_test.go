@@ -100,7 +100,25 @@ func TestInject_TheRegistrarReadsWhatTheWebhookRenders(t *testing.T) {
 	if !r.Inject {
 		t.Fatalf("not injected: %s %v", r.Reason, r.Err)
 	}
-	registrar := r.Pod.Spec.Containers[len(r.Pod.Spec.Containers)-1]
+	cfg := registrarConfig(t, r.Pod)
+	want := sidecar.Defaults("ORDERS", 8080)
+	want.PodName, want.PodNamespace, want.PodUID, want.PodIP, want.NodeName = "orders-1", "shop", "u-1", "10.0.0.7", "node-1"
+	want.UsernameFile, want.PasswordFile = "/etc/eurekube/eureka/username", "/etc/eurekube/eureka/password"
+	want.EurekaURLs, want.Metadata = testDefaults.EurekaURLs, map[string]string{"zone": "zone-a"}
+	want.ClusterID, want.Syncer = testDefaults.ClusterID, "orders"
+	want.TrafficFile = "/etc/eurekube/podinfo/traffic"
+	want.Health = sidecar.HealthConfig{Type: sidecar.HealthHTTP, Scheme: "http", Path: "/actuator/health", Port: 8080,
+		Period: 5 * time.Second, Timeout: time.Second, FailureThreshold: 3, SuccessThreshold: 1}
+	if !equality.Semantic.DeepEqual(cfg, want) {
+		t.Fatalf("the registrar reads\n%+v\nwant\n%+v", cfg, want)
+	}
+}
+
+// registrarConfig is what the injected registrar of pod reads from its
+// environment, the downward API filled in as the kubelet would.
+func registrarConfig(t *testing.T, pod *corev1.Pod) sidecar.Config {
+	t.Helper()
+	registrar := pod.Spec.Containers[len(pod.Spec.Containers)-1]
 	kubelet := map[string]string{ // what the downward API gives
 		"metadata.name": "orders-1", "metadata.namespace": "shop", "metadata.uid": "u-1", "status.podIP": "10.0.0.7", "spec.nodeName": "node-1",
 	}
@@ -119,17 +137,7 @@ func TestInject_TheRegistrarReadsWhatTheWebhookRenders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := sidecar.Defaults("ORDERS", 8080)
-	want.PodName, want.PodNamespace, want.PodUID, want.PodIP, want.NodeName = "orders-1", "shop", "u-1", "10.0.0.7", "node-1"
-	want.UsernameFile, want.PasswordFile = "/etc/eurekube/eureka/username", "/etc/eurekube/eureka/password"
-	want.EurekaURLs, want.Metadata = testDefaults.EurekaURLs, map[string]string{"zone": "zone-a"}
-	want.ClusterID, want.Syncer = testDefaults.ClusterID, "orders"
-	want.TrafficFile = "/etc/eurekube/podinfo/traffic"
-	want.Health = sidecar.HealthConfig{Type: sidecar.HealthHTTP, Scheme: "http", Path: "/actuator/health", Port: 8080,
-		Period: 5 * time.Second, Timeout: time.Second, FailureThreshold: 3, SuccessThreshold: 1}
-	if !equality.Semantic.DeepEqual(cfg, want) {
-		t.Fatalf("the registrar reads\n%+v\nwant\n%+v", cfg, want)
-	}
+	return cfg
 }
 
 // encodePatch writes what Response.Complete would write from the same

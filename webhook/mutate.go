@@ -98,7 +98,7 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, er
 	settings.ListenAddr = ":" + strconv.Itoa(int(listenPort))
 
 	res := resources(cfg)
-	addTraffic(out, cfg.Syncer)
+	addPodInfo(out, cfg.Syncer, settings.ZoneFile != "")
 	mounts := []corev1.VolumeMount{podInfoMount()}
 	if addEurekaFiles(out, cfg.Syncer.Spec.Eureka, &settings) {
 		mounts = append(mounts, eurekaFilesMount())
@@ -241,12 +241,21 @@ func registrarSettings(pod *corev1.Pod, app int, port int32, cfg Config) (sideca
 	s.ClusterID = cfg.Defaults.ClusterID
 	s.Syncer = cfg.Syncer.Name
 	s.TrafficFile = trafficFile
+	if _, set := s.Metadata[sidecar.MetaZone]; !set {
+		s.ZoneFile = zoneFile
+	}
 
 	health, err := resolveHealthCheck(pod, app, s.Health, cfg)
 	if err != nil {
 		return sidecar.Config{}, err
 	}
 	s.Health = health
+	s.Protocol = protocol(pod, app, port, cfg)
+	if s.Protocol == sidecar.ProtocolHTTP {
+		if s.Management, err = resolveManagement(pod, s, cfg); err != nil {
+			return sidecar.Config{}, err
+		}
+	}
 
 	s.RenewalInterval = orDefault(spec.Lease.RenewalIntervalSeconds, s.RenewalInterval)
 	s.LeaseDuration = orDefault(spec.Lease.DurationSeconds, s.LeaseDuration)
@@ -303,7 +312,7 @@ func resolveHealthCheck(pod *corev1.Pod, app int, h sidecar.HealthConfig, cfg Co
 		h.FailureThreshold = countOr(hc.FailureThreshold, h.FailureThreshold)
 		h.SuccessThreshold = countOr(hc.SuccessThreshold, h.SuccessThreshold)
 		probePort, portSource = hc.Port, fmt.Sprintf("spec.healthCheck.port of EurekaSyncer %s", cfg.Syncer.Name)
-	} else if p := pod.Spec.Containers[app].ReadinessProbe; p != nil && (p.HTTPGet != nil || p.TCPSocket != nil) {
+	} else if p := pod.Spec.Containers[app].ReadinessProbe; p != nil && (p.HTTPGet != nil || p.TCPSocket != nil || p.GRPC != nil) {
 		h.Period = orDefault(p.PeriodSeconds, probeDefaultPeriod)
 		h.Timeout = orDefault(p.TimeoutSeconds, probeDefaultTimeout)
 		h.FailureThreshold = countOr(p.FailureThreshold, probeDefaultFailures)
@@ -312,8 +321,11 @@ func resolveHealthCheck(pod *corev1.Pod, app int, h sidecar.HealthConfig, cfg Co
 		if p.HTTPGet != nil {
 			h.Type, h.Path, h.Scheme = sidecar.HealthHTTP, cmp.Or(p.HTTPGet.Path, "/"), string(p.HTTPGet.Scheme)
 			probePort, portSource = &p.HTTPGet.Port, source
-		} else {
+		} else if p.TCPSocket != nil {
 			probePort, portSource = &p.TCPSocket.Port, source
+		} else { // gRPC: the registrar checks that the port accepts connections
+			grpcPort := intstr.FromInt32(p.GRPC.Port)
+			probePort, portSource = &grpcPort, source
 		}
 	}
 
@@ -439,4 +451,72 @@ func countOr(n int32, def int) int {
 		return int(n)
 	}
 	return def
+}
+
+// protocol is the pod's annotation, else the syncer's spec.protocol, else
+// TCP when the registered port's name says so (grpc, tcp or tls, alone or
+// before '-', as Istio names ports) or the app container's readinessProbe
+// is a gRPC one, else HTTP.
+func protocol(pod *corev1.Pod, app int, port int32, cfg Config) string {
+	p := cmp.Or(cfg.Overrides.Protocol, cfg.Syncer.Spec.Protocol)
+	if p == "" {
+		p = v1alpha1.ProtocolHTTP
+		if probe := pod.Spec.Containers[app].ReadinessProbe; probe != nil && probe.GRPC != nil {
+			p = v1alpha1.ProtocolTCP
+		}
+		for _, cp := range pod.Spec.Containers[app].Ports {
+			if cp.ContainerPort == port && nonHTTPPortName(cp.Name) {
+				p = v1alpha1.ProtocolTCP
+			}
+		}
+	}
+	if p == v1alpha1.ProtocolTCP {
+		return sidecar.ProtocolTCP
+	}
+	return sidecar.ProtocolHTTP
+}
+
+// nonHTTPPortName is true for the port names that say the port speaks
+// something other than HTTP/1.
+func nonHTTPPortName(name string) bool {
+	prefix, _, _ := strings.Cut(name, "-")
+	return prefix == "grpc" || prefix == "tcp" || prefix == "tls"
+}
+
+// resolveManagement says where the app's actuator answers: the pod's
+// annotations, else the syncer's spec.management, else the HTTP health
+// check's port, scheme and (when it is the actuator's health) base path,
+// else the registered port under /actuator.
+func resolveManagement(pod *corev1.Pod, s sidecar.Config, cfg Config) (sidecar.ManagementConfig, error) {
+	m := s.Management
+	if h := s.Health; h.Type == sidecar.HealthHTTP {
+		m.Port, m.Scheme = h.Port, h.Scheme
+		if base, ok := sidecar.ActuatorBase(h.Path); ok {
+			m.BasePath = base
+		}
+	}
+	var port *intstr.IntOrString
+	source := ""
+	if spec := cfg.Syncer.Spec.Management; spec != nil {
+		port, source = spec.Port, fmt.Sprintf("spec.management.port of EurekaSyncer %s", cfg.Syncer.Name)
+		m.BasePath = cmp.Or(spec.BasePath, m.BasePath)
+	}
+	if o := &cfg.Overrides; o.ManagementPort != nil {
+		port, source = o.ManagementPort, "annotation "+v1alpha1.AnnotationManagementPort
+	}
+	m.BasePath = cmp.Or(cfg.Overrides.ManagementPath, m.BasePath)
+	if port != nil {
+		n, err := resolvePort(pod, *port, source)
+		if err != nil {
+			return sidecar.ManagementConfig{}, err
+		}
+		switch int(n) {
+		case m.Port: // the health check's: its scheme stands
+		case s.SecurePort:
+			m.Port, m.Scheme = int(n), "https"
+		default:
+			m.Port, m.Scheme = int(n), "http"
+		}
+	}
+	return m, nil
 }

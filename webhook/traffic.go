@@ -18,29 +18,46 @@ const (
 	podInfoVolume    = "eurekube-podinfo"
 	podInfoMountPath = "/etc/eurekube/podinfo"
 	trafficFileName  = "traffic"
+	// zoneFileName holds the pod's zone label, which Kubernetes copies from
+	// its node when it binds the pod (the PodTopologyLabels admission
+	// plugin, on by default since 1.35) and the reconciler copies where
+	// that plugin is off (controller/zones.go).
+	zoneFileName = "zone"
 )
 
-// trafficFile is where the registrar reads the pod's traffic annotation.
-var trafficFile = path.Join(podInfoMountPath, trafficFileName)
+// trafficFile and zoneFile are where the registrar reads the pod's
+// traffic annotation and its zone label.
+var (
+	trafficFile = path.Join(podInfoMountPath, trafficFileName)
+	zoneFile    = path.Join(podInfoMountPath, zoneFileName)
+)
 
-// addTraffic sets the pod's traffic annotation to the syncer's
+// addPodInfo sets the pod's traffic annotation to the syncer's
 // spec.traffic, so that the registrar's first registration honours it,
-// and adds the downward-API volume that shows it to the registrar
-// (registrarContainer mounts it).
-func addTraffic(pod *corev1.Pod, syncer *v1alpha1.EurekaSyncer) {
+// and adds the downward-API volume that shows it, and the pod's zone label
+// when the registrar reads it, to the registrar (registrarContainer mounts
+// it).
+func addPodInfo(pod *corev1.Pod, syncer *v1alpha1.EurekaSyncer, zone bool) {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[v1alpha1.TrafficAnnotation] = string(syncer.EffectiveTraffic())
+	items := []corev1.DownwardAPIVolumeFile{{
+		Path:     trafficFileName,
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + v1alpha1.TrafficAnnotation + "']"},
+	}}
+	if zone {
+		items = append(items, corev1.DownwardAPIVolumeFile{
+			Path:     zoneFileName,
+			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.labels['" + corev1.LabelTopologyZone + "']"},
+		})
+	}
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: podInfoVolume, VolumeSource: corev1.VolumeSource{
-		DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{
-			Path:     trafficFileName,
-			FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.annotations['" + v1alpha1.TrafficAnnotation + "']"},
-		}}},
+		DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: items},
 	}})
 }
 
-// podInfoMount is the registrar's read-only view of the traffic file; no
+// podInfoMount is the registrar's read-only view of the traffic and zone files; no
 // other container sees it.
 func podInfoMount() corev1.VolumeMount {
 	return corev1.VolumeMount{Name: podInfoVolume, MountPath: podInfoMountPath, ReadOnly: true}

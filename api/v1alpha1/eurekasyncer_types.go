@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,9 +92,30 @@ type EurekaSyncerSpec struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 
 	// HealthCheck decides UP and DOWN. Defaults to the app container's
-	// readinessProbe (httpGet or tcpSocket), else a TCP check of Port.
+	// readinessProbe (httpGet, tcpSocket, or a TCP check of a grpc probe's
+	// port), else a TCP check of Port.
 	// +optional
 	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`
+
+	// Protocol is what the registered port speaks. HTTP instances carry
+	// home page, status page and health check URLs, which Spring Boot Admin
+	// and the Eureka dashboard follow; TCP instances (gRPC, databases, any
+	// other protocol) carry none. Defaults to TCP when the registered
+	// container port's name is grpc, tcp or tls, or starts with one of them
+	// and '-' (as Istio names ports), or when the app container's
+	// readinessProbe is a gRPC one; else HTTP.
+	// +optional
+	Protocol Protocol `json:"protocol,omitempty"`
+
+	// Management is where an HTTP app's Spring Boot Actuator answers: the
+	// instances' status page URL is its /info and their health check URL
+	// its /health, and, as Spring Cloud's own client registers them, their
+	// metadata carries management.port and management.context-path when
+	// the actuator has a port of its own. Defaults come from the health
+	// check (the app container's readinessProbe, such as an httpGet of
+	// /actuator/health/readiness on port management).
+	// +optional
+	Management *Management `json:"management,omitempty"`
 
 	// Lease is the heartbeat contract with Eureka.
 	// +optional
@@ -107,6 +129,37 @@ type EurekaSyncerSpec struct {
 	// Sidecar overrides the manager's defaults for the registrar container.
 	// +optional
 	Sidecar Sidecar `json:"sidecar,omitempty"`
+}
+
+// Protocol is what an instance's port speaks.
+// +kubebuilder:validation:Enum=HTTP;TCP
+type Protocol string
+
+// Protocols.
+const (
+	ProtocolHTTP Protocol = "HTTP"
+	ProtocolTCP  Protocol = "TCP"
+)
+
+// Management is where the app's Spring Boot Actuator answers.
+type Management struct {
+	// Port of the actuator, by number or container port name (Spring's
+	// management.server.port). Defaults to the health check's port when
+	// the health check is an HTTP one, else the registered port.
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 1 && self <= 65535) : self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && size(self) <= 15",message="management.port must be a number from 1 to 65535 or a container port name"
+	Port *intstr.IntOrString `json:"port,omitempty"`
+
+	// BasePath of the actuator's endpoints, such as /actuator (Spring's
+	// management.server.base-path followed by
+	// management.endpoints.web.base-path). Defaults to what precedes
+	// /health in an HTTP health check's path (/actuator/health/readiness:
+	// /actuator), else /actuator.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^\s?#]*$`
+	BasePath string `json:"basePath,omitempty"`
 }
 
 // Mode is what a syncer registers.
@@ -193,6 +246,17 @@ type EurekaServers struct {
 	// reach the registrar as mounted files, read again when they change.
 	// +optional
 	TLS *EurekaTLS `json:"tls,omitempty"`
+
+	// ExpectedRenewalIntervalSeconds is the renewal interval the Eureka
+	// servers expect of their clients (the server's
+	// eureka.server.expected-client-renewal-interval-seconds, 30 unless
+	// changed there). Their self-preservation counts on it: the LeaseSafe
+	// condition says when lease.renewalIntervalSeconds differs, and what
+	// that does. Defaults to 30.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=300
+	ExpectedRenewalIntervalSeconds int32 `json:"expectedRenewalIntervalSeconds,omitempty"`
 }
 
 // EurekaTLS is how the registrar and the manager trust the Eureka servers
@@ -610,4 +674,19 @@ func (s *EurekaSyncer) EffectiveTraffic() Traffic {
 		return TrafficServe
 	}
 	return s.Spec.Traffic
+}
+
+// DefaultExpectedRenewalIntervalSeconds is the renewal interval a Eureka
+// server expects of its clients unless configured otherwise
+// (eureka.server.expected-client-renewal-interval-seconds).
+const DefaultExpectedRenewalIntervalSeconds = 30
+
+// EffectiveExpectedRenewalInterval is spec.eureka.expectedRenewalIntervalSeconds,
+// DefaultExpectedRenewalIntervalSeconds when unset.
+func (s *EurekaSyncer) EffectiveExpectedRenewalInterval() time.Duration {
+	n := s.Spec.Eureka.ExpectedRenewalIntervalSeconds
+	if n == 0 {
+		n = DefaultExpectedRenewalIntervalSeconds
+	}
+	return time.Duration(n) * time.Second
 }

@@ -78,6 +78,9 @@ const (
 	AnnotationHealthScheme     = AnnotationPrefix + "health-scheme"
 	AnnotationHealthPath       = AnnotationPrefix + "health-path"
 	AnnotationHealthPort       = AnnotationPrefix + "health-port"
+	AnnotationProtocol         = AnnotationPrefix + "protocol"
+	AnnotationManagementPort   = AnnotationPrefix + "management-port"
+	AnnotationManagementPath   = AnnotationPrefix + "management-base-path"
 	AnnotationSidecarCPU       = AnnotationPrefix + "sidecar-cpu"
 	AnnotationSidecarMemory    = AnnotationPrefix + "sidecar-memory"
 	// AnnotationMetadataPrefix starts one Eureka metadata entry per
@@ -121,6 +124,11 @@ const (
 	// Eureka carries the status override spec.traffic asks for (none for
 	// Serve, OUT_OF_SERVICE for Standby), a lost node's pods aside.
 	ConditionTrafficApplied = "TrafficApplied"
+	// ConditionLeaseSafe is false when spec.lease renews at another
+	// interval than the Eureka servers expect
+	// (spec.eureka.expectedRenewalIntervalSeconds): the servers'
+	// self-preservation then miscounts, and its message says how.
+	ConditionLeaseSafe = "LeaseSafe"
 )
 
 // AdaptationsUnreadable is the adaptation reason the reconciler reports for

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -36,6 +37,9 @@ type App struct {
 	DrainSeconds *int32
 	// Metadata goes into every instance's Eureka metadata.
 	Metadata map[string]string
+	// Port is the name of the container port the syncer registers (empty:
+	// http, the test app's).
+	Port string
 	// PreStop is the app container's own preStop hook (nil: none), which the
 	// webhook composes with the drain.
 	PreStop *corev1.LifecycleHandler
@@ -63,7 +67,7 @@ func (a App) objects(image string, eurekaURLs []string) (*corev1.Namespace, *v1a
 		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace},
 		Spec: v1alpha1.EurekaSyncerSpec{
 			Selector: metav1.LabelSelector{MatchLabels: labels},
-			Port:     intstr.FromString("http"),
+			Port:     intstr.FromString(cmp.Or(a.Port, "http")),
 			Metadata: a.Metadata,
 			Drain:    v1alpha1.Drain{PreStopSleepSeconds: a.DrainSeconds},
 			Eureka:   v1alpha1.EurekaServers{ServiceURLs: eurekaURLs},

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -32,6 +35,10 @@ type SpringClientOptions struct {
 	LogDir string
 	// StartTimeout bounds the wait for /stats (default 5 min).
 	StartTimeout time.Duration
+	// TrustCAFile, a PEM CA certificate, becomes the JVM's trust store
+	// (javax.net.ssl.trustStore), which the client's HTTPS calls verify
+	// against: an instance with a secure port enabled is called over HTTPS.
+	TrustCAFile string
 }
 
 // SpringClient is tests/spring-client running: a real Spring Cloud service
@@ -68,7 +75,14 @@ func StartSpringClient(ctx context.Context, o SpringClientOptions) (*SpringClien
 	if o.CacheSeconds == 0 {
 		o.CacheSeconds = 30
 	}
-	return startSpring(ctx, "127.0.0.1", o.LogDir, o.StartTimeout, append([]string{
+	var jvm []string
+	if o.TrustCAFile != "" {
+		var err error
+		if jvm, err = javaTrustStore(o.TrustCAFile, o.LogDir); err != nil {
+			return nil, fmt.Errorf("spring client: %w", err)
+		}
+	}
+	return startSpring(ctx, "127.0.0.1", o.LogDir, o.StartTimeout, jvm, append([]string{
 		"--eureka.client.service-url.defaultZone=" + o.EurekaURL,
 		"--eurekube.client.service=" + o.Service,
 		"--eurekube.client.path=" + o.Path,
@@ -109,7 +123,7 @@ func StartSpringVM(ctx context.Context, o SpringVMOptions) (*SpringClient, error
 		o.RenewalSeconds = 5
 	}
 	renewal := strconv.Itoa(o.RenewalSeconds)
-	return startSpring(ctx, o.Host, o.LogDir, o.StartTimeout, []string{
+	return startSpring(ctx, o.Host, o.LogDir, o.StartTimeout, nil, []string{
 		"--spring.application.name=" + o.App,
 		"--eurekube.client.name=" + o.Name,
 		"--eureka.client.service-url.defaultZone=" + o.EurekaURL,
@@ -121,39 +135,93 @@ func StartSpringVM(ctx context.Context, o SpringVMOptions) (*SpringClient, error
 	})
 }
 
-// startSpring starts the jar listening on host with args and waits until
-// its /stats answers.
-func startSpring(ctx context.Context, host, logDir string, timeout time.Duration, args []string) (*SpringClient, error) {
+// springJar is a Spring Boot jar of the repository that the harness runs.
+type springJar struct {
+	// name is the jar in errors and log file names, such as "spring client".
+	name string
+	// env names a built jar (BuildArtifact); script builds it otherwise.
+	env, script string
+	// ready is the path that answers 200 once the jar has started.
+	ready string
+}
+
+var springClientJar = springJar{
+	name: "spring client", env: "EUREKUBE_SPRING_CLIENT_JAR", script: "tests/spring-client/build.sh", ready: "/stats",
+}
+
+// startSpring starts the client jar listening on host with JVM options jvm
+// and Spring Boot arguments args, and waits until its /stats answers.
+func startSpring(ctx context.Context, host, logDir string, timeout time.Duration, jvm, args []string) (*SpringClient, error) {
+	p, port, err := startSpringJar(ctx, springClientJar, host, logDir, timeout, jvm, args)
+	if err != nil {
+		return nil, err
+	}
+	return &SpringClient{Process: p, host: host, port: port}, nil
+}
+
+// startSpringJar starts j on host and a free port, with JVM options jvm and
+// Spring Boot arguments args, its output in logDir, and waits until its
+// ready path answers; it returns the process and the port.
+func startSpringJar(ctx context.Context, j springJar, host, logDir string, timeout time.Duration, jvm, args []string) (*Process, int, error) {
 	if timeout == 0 {
 		// A JVM on a loaded two-core machine (load 27, two other test
 		// runs beside) printed nothing in 90 s; the wait ends at once if
 		// it exits.
 		timeout = 5 * time.Minute
 	}
-	jar, err := BuildArtifact("EUREKUBE_SPRING_CLIENT_JAR", "tests/spring-client/build.sh")
+	jar, err := BuildArtifact(j.env, j.script)
 	if err != nil {
-		return nil, fmt.Errorf("spring client: %w", err)
+		return nil, 0, fmt.Errorf("%s: %w", j.name, err)
 	}
 	port, err := FreePort()
 	if err != nil {
-		return nil, fmt.Errorf("spring client: %w", err)
+		return nil, 0, fmt.Errorf("%s: %w", j.name, err)
 	}
-	args = append([]string{
-		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xmx256m",
-		"-jar", jar,
-		"--server.address=" + host,
-		"--server.port=" + strconv.Itoa(port),
-	}, args...)
-	logPath := filepath.Join(logDir, "spring-client-"+strconv.Itoa(port)+".log")
-	p, err := StartProcess("spring client", "java", args, nil, logPath)
+	// Tests start these JVMs often: trade peak speed for start-up time.
+	cmdLine := append([]string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xmx256m"}, jvm...)
+	cmdLine = append(cmdLine, "-jar", jar, "--server.address="+host, "--server.port="+strconv.Itoa(port))
+	args = append(cmdLine, args...)
+	logPath := filepath.Join(logDir, strings.ReplaceAll(j.name, " ", "-")+"-"+strconv.Itoa(port)+".log")
+	p, err := StartProcess(j.name, "java", args, nil, logPath)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	c := &SpringClient{Process: p, host: host, port: port}
-	if err := p.WaitHTTP200(ctx, nil, c.StatsURL(), timeout); err != nil {
-		return nil, err
+	ready := "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + j.ready
+	if err := p.WaitHTTP200(ctx, nil, ready, timeout); err != nil {
+		return nil, 0, err
 	}
-	return c, nil
+	return p, port, nil
+}
+
+// javaTrustStore imports the PEM CA in caFile into a new PKCS12 trust store
+// in a directory under dir, with the keytool of the JDK whose java the
+// harness runs, and returns the JVM options that make it the default trust
+// store. The client's RestClient calls through HttpURLConnection
+// (SimpleClientHttpRequestFactory), whose HTTPS verifies against the
+// default SSLContext, which these system properties configure.
+func javaTrustStore(caFile, dir string) ([]string, error) {
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, fmt.Errorf("trust store: %w", err)
+	}
+	if java, err = filepath.EvalSymlinks(java); err != nil {
+		return nil, fmt.Errorf("trust store: %w", err)
+	}
+	storeDir, err := os.MkdirTemp(dir, "truststore-")
+	if err != nil {
+		return nil, fmt.Errorf("trust store: %w", err)
+	}
+	// keytool refuses a password shorter than six characters; the store
+	// holds only a public certificate.
+	const password = "changeit"
+	store := filepath.Join(storeDir, "truststore.p12")
+	out, err := exec.Command(filepath.Join(filepath.Dir(java), "keytool"), "-importcert", "-noprompt",
+		"-storetype", "PKCS12", "-keystore", store, "-storepass", password,
+		"-alias", "eurekube-test-ca", "-file", caFile).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("trust store: keytool -importcert %s: %w: %s", caFile, err, out)
+	}
+	return []string{"-Djavax.net.ssl.trustStore=" + store, "-Djavax.net.ssl.trustStorePassword=" + password, "-Djavax.net.ssl.trustStoreType=PKCS12"}, nil
 }
 
 // StatsURL serves the client's counters as JSON.
@@ -164,24 +232,31 @@ func (c *SpringClient) StatsURL() string {
 // Stats reads the client's counters.
 func (c *SpringClient) Stats(ctx context.Context) (SpringStats, error) {
 	var s SpringStats
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.StatsURL(), nil)
-	if err != nil {
-		return s, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return s, fmt.Errorf("spring client stats: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return s, fmt.Errorf("spring client stats: %s", resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+	if err := getJSON(ctx, c.StatsURL(), &s); err != nil {
 		return s, fmt.Errorf("spring client stats: %w", err)
 	}
 	return s, nil
+}
+
+// getJSON decodes into v what url answers 200 with, asking for JSON, within
+// 5 s.
+func getJSON(ctx context.Context, url string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
 }
 
 // Since is what happened between an earlier reading and this one.

@@ -21,6 +21,9 @@ type SpringInstance struct {
 	Port           map[string]any    `json:"port"`
 	DataCenterInfo map[string]any    `json:"dataCenterInfo"`
 	Metadata       map[string]string `json:"metadata"`
+	HomePageURL    string            `json:"homePageUrl"`
+	StatusPageURL  string            `json:"statusPageUrl"`
+	HealthCheckURL string            `json:"healthCheckUrl"`
 	LeaseInfo      struct {
 		// Milliseconds since the epoch, by the server's clock.
 		RegistrationTimestamp int64 `json:"registrationTimestamp"`

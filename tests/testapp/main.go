@@ -4,6 +4,16 @@
 // caller can see which pod served it. On SIGTERM it stops accepting new
 // connections and exits, as a well-behaved app does.
 //
+// With $MANAGEMENT_ADDR it also serves a Spring Boot Actuator there, as
+// Spring Boot does on management.server.port: /actuator/health (and its
+// readiness and liveness groups) with details, and /actuator/info, in the
+// actuator's own media type, which Spring Boot Admin reads.
+//
+// With $LISTEN_PROTOCOL=tcp it speaks no HTTP at all: every connection to
+// $LISTEN_ADDR receives the pod name and a newline, and is closed (a
+// stand-in for a gRPC server or any other TCP service). $LISTEN_AFTER (a Go
+// duration) delays its listening, as an app that takes that long to start.
+//
 // `testapp hook URL` is a preStop command for images without a shell: it
 // sends GET URL with the pod's name in the X-Pod header and fails unless the
 // answer is 2xx, so a test can see that, and when, a pod's own hook ran.
@@ -12,7 +22,10 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -29,22 +42,94 @@ func main() {
 		}
 		return
 	}
-	addr := cmp.Or(os.Getenv("LISTEN_ADDR"), ":8080")
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, pod) })
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	addr := cmp.Or(os.Getenv("LISTEN_ADDR"), ":8080")
+	errs := make(chan error, 2)
+	if os.Getenv("LISTEN_PROTOCOL") == "tcp" {
+		go func() { errs <- serveTCP(ctx, addr, pod) }()
+	} else {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, pod) })
+		go func() { errs <- serveHTTP(ctx, addr, mux) }()
+	}
+	if mgmt := os.Getenv("MANAGEMENT_ADDR"); mgmt != "" {
+		go func() { errs <- serveHTTP(ctx, mgmt, actuator(pod)) }()
+	}
+	if err := <-errs; err != nil {
+		fmt.Fprintln(os.Stderr, "testapp:", err)
+		os.Exit(1)
+	}
+}
+
+// serveHTTP serves h on addr until ctx ends, then shuts down gracefully.
+func serveHTTP(ctx context.Context, addr string, h http.Handler) error {
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
-		fmt.Fprintln(os.Stderr, "testapp:", err)
-		os.Exit(1)
+	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		return err
 	}
+	return nil
+}
+
+// serveTCP answers every connection with the pod name until ctx ends.
+func serveTCP(ctx context.Context, addr, pod string) error {
+	if d, err := time.ParseDuration(os.Getenv("LISTEN_AFTER")); err == nil {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-ctx.Done()
+		_ = ln.Close()
+	}()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		_, _ = fmt.Fprintln(conn, pod)
+		_ = conn.Close()
+	}
+}
+
+// actuatorMediaType is what Spring Boot's actuator answers with; Spring
+// Boot Admin reads plain application/json as Spring Boot 1's shape.
+const actuatorMediaType = "application/vnd.spring-boot.actuator.v3+json"
+
+// actuator serves the health and info endpoints of a Spring Boot app.
+func actuator(pod string) http.Handler {
+	health := map[string]any{"status": "UP", "components": map[string]any{
+		"ping": map[string]any{"status": "UP"},
+		"pod":  map[string]any{"status": "UP", "details": map[string]any{"name": pod}},
+	}}
+	info := map[string]any{"app": map[string]any{"name": "testapp", "pod": pod}}
+	answer := func(body any) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", actuatorMediaType)
+			_ = json.NewEncoder(w).Encode(body)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/actuator/health", answer(health))
+	mux.Handle("/actuator/health/", answer(map[string]any{"status": "UP"}))
+	mux.Handle("/actuator/info", answer(info))
+	return mux
 }
 
 func hook(url, pod string) error {
