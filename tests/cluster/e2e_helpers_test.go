@@ -36,12 +36,12 @@ func deploy(t *testing.T, a cluster.App, shape func(*appsv1.Deployment)) {
 // returns the calls made since the rollout began, and when it began.
 func rolloutCalled(t *testing.T, app cluster.App, sc *harness.SpringClient) (harness.SpringStats, time.Time) {
 	t.Helper()
-	before := stats(t, sc)
+	before := sc.StatsT(t)
 	began := time.Now()
 	rollout(t, app)
 	pods := waitRolledOut(t, app, 3*time.Minute)
 	waitAnswered(t, sc, before, pods)
-	return stats(t, sc).Since(before), began
+	return sc.StatsT(t).Since(before), began
 }
 
 func scale(t *testing.T, a cluster.App, replicas int32) {

@@ -279,12 +279,3 @@ func waitAnswered(t *testing.T, sc *harness.SpringClient, since harness.SpringSt
 		return nil
 	})
 }
-
-func stats(t *testing.T, sc *harness.SpringClient) harness.SpringStats {
-	t.Helper()
-	s, err := sc.Stats(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}

@@ -48,7 +48,7 @@ func TestMigration_StandbyServeStandby_NoCallFails(t *testing.T) {
 	})
 	sc := startClient(t, app.Name)
 	waitAnswered(t, sc, harness.SpringStats{}, []string{"vm-1"})
-	start := stats(t, sc)
+	start := sc.StatsT(t)
 	standby := callsWithoutPods(t, sc, app, 2*time.Minute, true)
 	t.Logf("Standby: %d calls since the client started, all to the VM", standby.OK)
 
@@ -62,7 +62,7 @@ func TestMigration_StandbyServeStandby_NoCallFails(t *testing.T) {
 		return trafficApplied(st, "Serving")
 	})
 	pods := readyPods(t, app)
-	before := stats(t, sc)
+	before := sc.StatsT(t)
 	waitAnswered(t, sc, before, append(pods, "vm-1"))
 	t.Logf("Serve: every pod answered within %s of the switch", time.Since(switched).Round(time.Second))
 
@@ -78,7 +78,7 @@ func TestMigration_StandbyServeStandby_NoCallFails(t *testing.T) {
 	rollback := callsWithoutPods(t, sc, app, 2*time.Minute, false)
 	t.Logf("Standby again: no call reached a pod from %s after the switch (client caches %d s)", time.Since(switched).Round(time.Second), clientCacheSeconds)
 
-	total := stats(t, sc).Since(start)
+	total := sc.StatsT(t).Since(start)
 	if total.Failed != 0 {
 		t.Fatalf("%d of %d calls failed across the switches (last error: %s)", total.Failed, total.OK+total.Failed, total.LastError)
 	}
@@ -137,7 +137,7 @@ func readyPods(t *testing.T, app cluster.App) []string {
 func callsWithoutPods(t *testing.T, sc *harness.SpringClient, app cluster.App, timeout time.Duration, strict bool) harness.SpringStats {
 	t.Helper()
 	const run = 150
-	from := stats(t, sc)
+	from := sc.StatsT(t)
 	if strict {
 		from = harness.SpringStats{}
 	}

@@ -31,7 +31,7 @@ func TestRollingUpdate_EurekaPeerKilledNoCallFails(t *testing.T) {
 	waitAnswered(t, sc, harness.SpringStats{}, v.ReadyPods)
 
 	first := c.Peers.Servers[0]
-	before := stats(t, sc)
+	before := sc.StatsT(t)
 	began := time.Now()
 	rollout(t, app)
 	waitFirstRolled(t, app)
@@ -50,7 +50,7 @@ func TestRollingUpdate_EurekaPeerKilledNoCallFails(t *testing.T) {
 		settledOn(t, app, peer, pods)
 	}
 	waitAnswered(t, sc, before, pods)
-	d := stats(t, sc).Since(before)
+	d := sc.StatsT(t).Since(before)
 	t.Logf("rollout with a Eureka peer killed: %d calls by name, %d failed, answered by %v", d.OK+d.Failed, d.Failed, d.ByInstance)
 	if d.Failed != 0 {
 		t.Errorf("%d of %d calls failed; last error: %s", d.Failed, d.OK+d.Failed, d.LastError)

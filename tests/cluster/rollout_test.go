@@ -39,7 +39,7 @@ func TestRollingUpdate_ManagerLeaderKilledNoCallFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := stats(t, sc)
+	before := sc.StatsT(t)
 	began := time.Now()
 	rollout(t, app)
 	waitFirstRolled(t, app)
@@ -123,7 +123,7 @@ func TestRollingUpdate_ManagerLeaderKilledNoCallFails(t *testing.T) {
 	})
 
 	waitAnswered(t, sc, before, pods)
-	d := stats(t, sc).Since(before)
+	d := sc.StatsT(t).Since(before)
 	t.Logf("rollout with the leader killed: %d calls by name, %d failed, answered by %v", d.OK+d.Failed, d.Failed, d.ByInstance)
 	if d.Failed != 0 {
 		t.Errorf("%d of %d calls failed; last error: %s", d.Failed, d.OK+d.Failed, d.LastError)

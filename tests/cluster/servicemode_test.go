@@ -65,7 +65,7 @@ func TestServiceMode_CalledByNameThroughARolloutAndALeaderKill(t *testing.T) {
 	// connection closes (at the latest when the rollout ends it).
 	sc := startClient(t, app.Name)
 	waitAnsweredByOneOf(t, sc, harness.SpringStats{}, readyPods(t, app))
-	before := stats(t, sc)
+	before := sc.StatsT(t)
 	began := time.Now()
 
 	// The registration as the first peer holds it (the one the manager
@@ -120,7 +120,7 @@ func TestServiceMode_CalledByNameThroughARolloutAndALeaderKill(t *testing.T) {
 		}
 		return nil
 	})
-	d := stats(t, sc).Since(before)
+	d := sc.StatsT(t).Since(before)
 	t.Logf("%d calls by name through the rollout and the leader's kill (%s), answered by %v", d.OK, time.Since(began).Round(time.Second), d.ByInstance)
 	if d.Failed != 0 {
 		t.Fatalf("%d of %d calls failed (last error: %s)", d.Failed, d.OK+d.Failed, d.LastError)

@@ -192,9 +192,9 @@ func TestZones_SpringCallersPreferTheirOwnZone(t *testing.T) {
 		}
 		return fmt.Errorf("no call reached zone-a yet")
 	})
-	before := stats(t, sc)
+	before := sc.StatsT(t)
 	other := callsAnsweredBy(t, sc, before, 200, inA)
-	all := stats(t, sc)
+	all := sc.StatsT(t)
 	t.Logf("zone-b caller once zone-b has none: %d calls, answered by %v; in all %d calls, %d failed", other.OK, other.ByInstance, all.OK, all.Failed)
 	if all.Failed > 0 {
 		t.Errorf("%d calls failed (last: %s)", all.Failed, all.LastError)

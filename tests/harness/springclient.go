@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -268,4 +269,14 @@ func (s SpringStats) Since(before SpringStats) SpringStats {
 		}
 	}
 	return d
+}
+
+// StatsT reads the client's counters for a test, failing it on error.
+func (c *SpringClient) StatsT(t testing.TB) SpringStats {
+	t.Helper()
+	s, err := c.Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -86,7 +86,7 @@ func TestSecurePort_SpringCallersSwitchToHTTPS(t *testing.T) {
 		}
 		return nil
 	})
-	after := springStats(t, spring)
+	after := spring.StatsT(t)
 	d := after.Since(before)
 
 	if d.Failed != 0 {
@@ -98,13 +98,4 @@ func TestSecurePort_SpringCallersSwitchToHTTPS(t *testing.T) {
 	}
 	t.Logf("first success %s after the client answered (%d failed before it, last %q); then %d calls, %d failed, answered by %v; in all %d ok, by %v",
 		firstOK.Round(time.Millisecond), before.Failed, before.LastError, d.OK, d.Failed, d.ByInstance, after.OK, after.ByInstance)
-}
-
-func springStats(t *testing.T, c *harness.SpringClient) harness.SpringStats {
-	t.Helper()
-	s, err := c.Stats(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
