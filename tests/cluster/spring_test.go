@@ -98,8 +98,9 @@ func TestSpringBootAdmin_ListsEveryPodUpWithItsHealthDetails(t *testing.T) {
 // Cloud LoadBalancer's zone preference calls only the zone-b pod while it
 // exists, and the zone-a pods once it is gone, with no failed call.
 func TestZones_SpringCallersPreferTheirOwnZone(t *testing.T) {
-	// Not parallel: it relabels the node, which the other tests' pods
-	// would pick up as they are scheduled.
+	// The other tests' pods pick up whichever zone the node has when they
+	// are scheduled; none of them looks at zones.
+	t.Parallel() // see TestMain
 	ctx := context.Background()
 	var nodes corev1.NodeList
 	if err := c.Node.Client.List(ctx, &nodes); err != nil || len(nodes.Items) != 1 {
