@@ -461,4 +461,18 @@ func TestServiceMode_AHeartbeatAnsweredNotFoundRegistersAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantRegistered(t, c, s, eureka.StatusUp, "198.51.100.15:80")
+
+	// A 1 s renewal against the server's expected 30 s is registered as
+	// asked, and explained.
+	harness.Eventually(t, patience, "LeaseSafe False, explained", func() error {
+		st, err := getSyncer(s)
+		if err != nil {
+			return err
+		}
+		cond := meta.FindStatusCondition(st.Status.Conditions, v1alpha1.ConditionLeaseSafe)
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "RenewsMoreOftenThanExpected" || !strings.Contains(cond.Message, "counts as 30 clients") {
+			return fmt.Errorf("LeaseSafe %+v", cond)
+		}
+		return nil
+	})
 }
