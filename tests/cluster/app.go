@@ -144,7 +144,14 @@ func (a App) service() *corev1.Service {
 // Deploy creates the app's namespace, syncer and Deployment; those that
 // exist already are kept. shape, when set, changes the Deployment before it
 // is created (more containers, other hooks).
+//
+// Eureka apps are global: two tests deploying the same app name from two
+// namespaces would see each other's instances, so that is refused.
 func (c *Cluster) Deploy(ctx context.Context, app App, shape func(*appsv1.Deployment)) error {
+	if owner, taken := c.apps.LoadOrStore(strings.ToUpper(app.Name), app.Namespace); taken && owner != app.Namespace {
+		return fmt.Errorf("deploy %s/%s: the Eureka app %s is namespace %s's already: give the test's app another name",
+			app.Namespace, app.Name, strings.ToUpper(app.Name), owner)
+	}
 	ns, syncer, dep := app.objects(c.Node.Image("testapp"), c.Peers.URLs())
 	if shape != nil {
 		shape(dep)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,6 +69,9 @@ type Cluster struct {
 	// writes to while the first lives, so every read shows what
 	// replication brought.
 	Eureka *harness.Eureka
+
+	// apps: the Eureka app names deployed, by namespace (Deploy).
+	apps   sync.Map
 	LogDir string
 
 	scraper scraper

@@ -31,7 +31,7 @@ import (
 // that port and its metadata says where the actuator is.
 func TestSpringBootAdmin_ListsEveryPodUpWithItsHealthDetails(t *testing.T) {
 	t.Parallel() // see TestMain
-	app := cluster.App{Namespace: "inventory", Name: "inventory", Replicas: 2, DrainSeconds: ptr.To[int32](2)}
+	app := cluster.App{Namespace: "admin", Name: "pricing", Replicas: 2, DrainSeconds: ptr.To[int32](2)}
 	deploy(t, app, func(d *appsv1.Deployment) {
 		c := &d.Spec.Template.Spec.Containers[0]
 		c.Env = append(c.Env, corev1.EnvVar{Name: "MANAGEMENT_ADDR", Value: ":8081"})
@@ -121,7 +121,7 @@ func TestZones_SpringCallersPreferTheirOwnZone(t *testing.T) {
 	}
 	t.Cleanup(func() { setZone("") })
 
-	app := cluster.App{Namespace: "payments", Name: "payments", Replicas: 2, DrainSeconds: ptr.To[int32](drainSeconds)}
+	app := cluster.App{Namespace: "zones", Name: "shipping", Replicas: 2, DrainSeconds: ptr.To[int32](drainSeconds)}
 	group := func(g string) func(*appsv1.Deployment) {
 		return func(d *appsv1.Deployment) {
 			d.Spec.Selector.MatchLabels["group"] = g
@@ -239,7 +239,7 @@ func scaleDeployment(t *testing.T, namespace, name string, replicas int32) {
 // connections; until then its instance is listed, but not UP.
 func TestNonHTTP_ATCPOnlyPodRegistersAndGatesOnItsPort(t *testing.T) {
 	t.Parallel() // see TestMain
-	app := cluster.App{Namespace: "ledger", Name: "ledger", Replicas: 1, DrainSeconds: ptr.To[int32](2), Port: "grpc"}
+	app := cluster.App{Namespace: "grpc", Name: "quotes", Replicas: 1, DrainSeconds: ptr.To[int32](2), Port: "grpc"}
 	deploy(t, app, func(d *appsv1.Deployment) {
 		c := &d.Spec.Template.Spec.Containers[0]
 		c.Env = append(c.Env, corev1.EnvVar{Name: "LISTEN_PROTOCOL", Value: "tcp"}, corev1.EnvVar{Name: "LISTEN_ADDR", Value: ":9090"},
