@@ -374,7 +374,7 @@ func replaceAt(doc map[string]any, path []string, v any) map[string]any {
 func TestMalformedAdmissionRequests_EveryOneAnsweredNoPanic(t *testing.T) {
 	t.Parallel() // see TestMain
 	ctx := context.Background()
-	app := cluster.App{Namespace: "fuzz", Name: "orders"}
+	app := cluster.App{Namespace: "fuzz", Name: "malformed"}
 	unscheduled(t, app)
 	t.Cleanup(func() { dropNamespace(t, app.Namespace) })
 
