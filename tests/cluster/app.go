@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -66,7 +67,8 @@ func (a App) objects(image string, eurekaURLs []string) (*corev1.Namespace, *v1a
 	syncer := &v1alpha1.EurekaSyncer{
 		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace},
 		Spec: v1alpha1.EurekaSyncerSpec{
-			Selector: metav1.LabelSelector{MatchLabels: labels},
+			// Copies, each: a test's shape may add to the Deployment's.
+			Selector: metav1.LabelSelector{MatchLabels: maps.Clone(labels)},
 			Port:     intstr.FromString(cmp.Or(a.Port, "http")),
 			Metadata: a.Metadata,
 			Drain:    v1alpha1.Drain{PreStopSleepSeconds: a.DrainSeconds},
@@ -79,10 +81,10 @@ func (a App) objects(image string, eurekaURLs []string) (*corev1.Namespace, *v1a
 		lifecycle = &corev1.Lifecycle{PreStop: a.PreStop}
 	}
 	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, Labels: maps.Clone(labels)},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(a.Replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Selector: &metav1.LabelSelector{MatchLabels: maps.Clone(labels)},
 			// One new pod at a time, never fewer ready pods than asked for.
 			Strategy: appsv1.DeploymentStrategy{
 				Type: appsv1.RollingUpdateDeploymentStrategyType,
@@ -92,7 +94,7 @@ func (a App) objects(image string, eurekaURLs []string) (*corev1.Namespace, *v1a
 				},
 			},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels)},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: ptr.To[int64](10),
 					SecurityContext: &corev1.PodSecurityContext{
