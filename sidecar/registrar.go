@@ -117,7 +117,8 @@ func (r *Registrar) Run(ctx context.Context) error {
 				timer.Reset(time.Until(next))
 				continue
 			}
-			if zone := r.readZone(); !dirty && zone != r.zone {
+			zone := r.readZone()
+			if !dirty && zone != r.zone {
 				r.log.WithFields(logrus.Fields{"from": r.zone, "to": zone}).Info("zone changed: registering again")
 				dirty = true
 				r.version = r.nextVersion()
@@ -125,7 +126,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 			var err error
 			if dirty {
 				attempted = true
-				err = r.register(ctx, want)
+				err = r.register(ctx, want, zone)
 				if err == nil {
 					dirty = false
 				}
@@ -160,16 +161,23 @@ func (r *Registrar) Run(ctx context.Context) error {
 	}
 }
 
-// register sends the instance with status, and with the status override
-// of the traffic file (see readTrafficOverride). A registration under way when
+// register sends the instance with status, in zone (see zone.go), and with
+// the status override of the traffic file (see readTrafficOverride). A registration under way when
 // ctx ends may finish, for up to half the shutdown budget, before the
 // cancel is sent: aborted, it could still reach the server after the
 // cancel and bring the terminating pod back into the registry.
-func (r *Registrar) register(ctx context.Context, status eureka.Status) error {
+func (r *Registrar) register(ctx context.Context, status eureka.Status, zone string) error {
 	inst := r.cfg.Instance(status)
 	inst.LastDirtyTimestamp = r.version
 	inst.OverriddenStatus = r.readTrafficOverride()
-	zone := r.readZone()
+	if inst.OverriddenStatus == eureka.StatusOutOfService && inst.Status == eureka.StatusUp {
+		// The server stores a registration as sent and applies its
+		// override a moment later: sent UP, a pod meant to stay out of
+		// traffic can be read UP in between (a test saw it at load 30).
+		// DOWN and STARTING are sent as they are: they win over any
+		// override.
+		inst.Status = eureka.StatusOutOfService
+	}
 	withZone(&inst, zone)
 	ctx, done := lingering(ctx, r.cfg.ShutdownTimeout/2)
 	defer done()
