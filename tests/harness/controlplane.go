@@ -71,6 +71,10 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
+// controlPlaneStartTimeout bounds one attempt to start kube-apiserver and
+// etcd.
+const controlPlaneStartTimeout = 3 * time.Minute
+
 // StartControlPlane starts kube-apiserver and etcd from the binaries in
 // KUBEBUILDER_ASSETS, or else those tests/tools/envtest/build.sh builds
 // (cached after the first run), and installs the CRDs of manifests/crd/bases.
@@ -94,6 +98,11 @@ func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlP
 		CRDDirectoryPaths:     append([]string{filepath.Join(root, "manifests", "crd", "bases")}, opts.CRDPaths...),
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+		// envtest gives each attempt 20 s, then kills it and tries again:
+		// on two cores shared with other suites (load 30, in a cold run
+		// beside another) kube-apiserver took longer than that five times
+		// over. One patient attempt starts it.
+		ControlPlaneStartTimeout: controlPlaneStartTimeout,
 	}
 	cfg, err := env.Start()
 	if err != nil {
