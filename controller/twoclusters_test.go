@@ -68,9 +68,13 @@ func TestSecondCluster_NeverTouchesThisClustersInstances(t *testing.T) {
 	if err := second.Create(ctx, twin); err != nil {
 		t.Fatalf("create syncer %s/%s in the second cluster: %v", ns, s.Name, err)
 	}
-	here := &side{name: "this cluster", id: clusterID, k8s: k8s, writer: directClient(t, urls[0]), net: 1, syncer: s, traffic: v1alpha1.TrafficServe,
+	var each []*eureka.Client
+	for _, u := range urls {
+		each = append(each, directClient(t, u))
+	}
+	here := &side{name: "this cluster", id: clusterID, k8s: k8s, writer: each[0], peers: each, net: 1, syncer: s, traffic: v1alpha1.TrafficServe,
 		pods: map[string]*corev1.Pod{}, live: map[string]eureka.Instance{}}
-	there := &side{name: "the second cluster", id: secondClusterID, k8s: second, writer: directClient(t, urls[1]), net: 2, syncer: twin, traffic: v1alpha1.TrafficServe,
+	there := &side{name: "the second cluster", id: secondClusterID, k8s: second, writer: each[1], peers: each, net: 2, syncer: twin, traffic: v1alpha1.TrafficServe,
 		pods: map[string]*corev1.Pod{}, live: map[string]eureka.Instance{}}
 
 	g := watchInstances(t, c, s.EffectiveAppName())
@@ -188,7 +192,9 @@ type side struct {
 	id   string // its manager's cluster id
 	k8s  client.Client
 	// writer is the Eureka peer its registrars talk to.
-	writer  *eureka.Client
+	writer *eureka.Client
+	// peers read each Eureka peer alone.
+	peers   []*eureka.Client
 	net     int // its pods' addresses are 10.<net>.0.x
 	syncer  *v1alpha1.EurekaSyncer
 	traffic v1alpha1.Traffic
@@ -219,6 +225,19 @@ func (sd *side) stop(t *testing.T, g *guard, name string, clean bool) eureka.Ins
 		if err := sd.writer.Cancel(ctx, inst.App, inst.InstanceID); err != nil {
 			t.Fatalf("%s: the registrar of %s cancels %s: %v", sd.name, name, inst.InstanceID, err)
 		}
+		// A terminating pod outlives its cancel by its drain, long after
+		// every peer has the cancel; deleted at once, its pod could be
+		// missed by a manager whose read predates the cancel, which would
+		// then find a peer still holding the instance and remove it as an
+		// orphan.
+		harness.Eventually(t, patience, "the cancel of "+inst.InstanceID+" replicated to every peer", func() error {
+			for i, peer := range sd.peers {
+				if _, err := peer.Instance(ctx, inst.App, inst.InstanceID); !errors.Is(err, eureka.ErrNotFound) {
+					return fmt.Errorf("peer %d: %v", i, err)
+				}
+			}
+			return nil
+		})
 	} else {
 		sd.orphans++
 	}
