@@ -11,7 +11,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -46,12 +45,7 @@ func rolloutCalled(t *testing.T, app cluster.App, sc *harness.SpringClient) (har
 
 func scale(t *testing.T, a cluster.App, replicas int32) {
 	t.Helper()
-	dep := &appsv1.Deployment{}
-	dep.Name, dep.Namespace = a.Name, a.Namespace
-	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
-	if err := c.Node.Client.Patch(context.Background(), dep, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		t.Fatal(err)
-	}
+	scaleDeployment(t, a.Namespace, a.Name, replicas)
 }
 
 // syncer reads the app's EurekaSyncer.
