@@ -57,10 +57,6 @@ const (
 // CRDName is the name of the EurekaSyncer CRD.
 var CRDName = "eurekasyncers." + v1alpha1.GroupVersion.Group
 
-// credentialsClusterRole is the ClusterRole a namespace binds to let the
-// manager read its Eureka credentials (manifests/rbac/role.yaml).
-const credentialsClusterRole = "eurekube-eureka-credentials"
-
 // maxNamed bounds the pods a finding names.
 const maxNamed = 5
 
@@ -339,34 +335,37 @@ func evaluateEureka(syncers []v1alpha1.EurekaSyncer) []Finding {
 	return out
 }
 
-// credentialsAccess is whether the manager may get a syncer's credentials
-// Secret (a SubjectAccessReview).
+// credentialsAccess is whether the manager may get one object a syncer's
+// spec.eureka names (a SubjectAccessReview).
 type credentialsAccess struct {
 	syncer  *v1alpha1.EurekaSyncer
+	object  v1alpha1.ReadObject
 	allowed bool
 	reason  string
 	err     error
 }
 
-// evaluateCredentials: the manager's ServiceAccount can get each
-// credentials Secret.
+// evaluateCredentials: the manager's ServiceAccount can get each Secret
+// and ConfigMap the syncers' spec.eureka names (credentials, CA bundle,
+// client certificate).
 func evaluateCredentials(access []credentialsAccess, saNamespace, saName string) []Finding {
 	if len(access) == 0 {
-		return []Finding{{Verdict: Pass, Check: checkCredentials, Detail: "no EurekaSyncer names a credentials Secret"}}
+		return []Finding{{Verdict: Pass, Check: checkCredentials, Detail: "no EurekaSyncer names a Secret or ConfigMap for Eureka"}}
 	}
 	var out []Finding
 	for _, a := range access {
-		ns, secret := a.syncer.Namespace, a.syncer.Spec.Eureka.CredentialsSecretRef.Name
+		ns := a.syncer.Namespace
+		what := fmt.Sprintf("%s %s/%s (%s)", a.object.Kind, ns, a.object.Name, a.object.Field)
 		f := Finding{Check: checkCredentials}
 		who := fmt.Sprintf("ServiceAccount %s/%s", saNamespace, saName)
 		switch {
 		case a.err != nil:
-			f.Verdict, f.Detail = Warn, fmt.Sprintf("%s/%s: could not ask whether %s can get Secret %s: %v", ns, a.syncer.Name, who, secret, a.err)
+			f.Verdict, f.Detail = Warn, fmt.Sprintf("%s/%s: could not ask whether %s can get %s: %v", ns, a.syncer.Name, who, what, a.err)
 		case a.allowed:
-			f.Verdict, f.Detail = Pass, fmt.Sprintf("%s/%s: %s can get Secret %s/%s", ns, a.syncer.Name, who, ns, secret)
+			f.Verdict, f.Detail = Pass, fmt.Sprintf("%s/%s: %s can get %s", ns, a.syncer.Name, who, what)
 		default:
-			f.Verdict, f.Detail = Fail, fmt.Sprintf("%s/%s: %s cannot get Secret %s/%s, so the manager cannot check its instances", ns, a.syncer.Name, who, ns, secret)
-			f.Fix = fmt.Sprintf("kubectl -n %s create rolebinding %s --clusterrole=%s --serviceaccount=%s:%s", ns, credentialsClusterRole, credentialsClusterRole, saNamespace, saName)
+			f.Verdict, f.Detail = Fail, fmt.Sprintf("%s/%s: %s cannot get %s, so the manager cannot check its instances", ns, a.syncer.Name, who, what)
+			f.Fix = fmt.Sprintf("kubectl -n %s create rolebinding %[2]s --clusterrole=%[2]s --serviceaccount=%s:%s", ns, v1alpha1.EurekaAccessClusterRole, saNamespace, saName)
 		}
 		out = append(out, f)
 	}

@@ -37,13 +37,15 @@ const (
 // Deployment (no controller runs it here, its status is written), the
 // webhook's certificate in its Secret, the webhook's own handler serving
 // on this machine behind the webhook configuration of manifests/, and a
-// syncer with credentials its namespace lets the manager read.
+// syncer with credentials and a CA bundle its namespace lets the manager
+// read.
 type healthyInstall struct {
 	cp      *harness.ControlPlane
 	ca      *certs.CA
 	port    int
 	secret  *corev1.Secret
 	syncer  *v1alpha1.EurekaSyncer
+	role    *rbacv1.ClusterRole
 	binding *rbacv1.RoleBinding
 }
 
@@ -98,19 +100,20 @@ func installHealthy(ctx context.Context, t *testing.T, cp *harness.ControlPlane)
 	// read them, and what the manager would have found.
 	h.syncer = ordersSyncer(checkNamespace, "orders")
 	h.syncer.Spec.Eureka.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "eureka-creds"}
+	h.syncer.Spec.Eureka.TLS = &v1alpha1.EurekaTLS{CABundleRef: &v1alpha1.CABundleRef{Name: "eureka-ca"}}
 	if err := c.Create(ctx, h.syncer); err != nil {
 		t.Fatal(err)
 	}
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: credentialsClusterRole},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}},
+	h.role = &rbacv1.ClusterRole{ // as manifests/rbac/role.yaml has it
+		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.EurekaAccessClusterRole},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get"}}},
 	}
-	if err := c.Create(ctx, role); err != nil {
+	if err := c.Create(ctx, h.role.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
 	h.binding = &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: checkNamespace, Name: credentialsClusterRole},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: credentialsClusterRole},
+		ObjectMeta: metav1.ObjectMeta{Namespace: checkNamespace, Name: v1alpha1.EurekaAccessClusterRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: v1alpha1.EurekaAccessClusterRole},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: managerNS, Name: "eurekube-manager"}},
 	}
 	h.grant(ctx, t)
@@ -254,6 +257,26 @@ func TestCheck_AHealthyInstallationPassesAndEachFaultIsNamed(t *testing.T) {
 		h.check(t, ExitFailure, "FAIL", checkCredentials, "cannot get Secret "+checkNamespace+"/eureka-creds",
 			"fix: kubectl -n "+checkNamespace+" create rolebinding eurekube-eureka-credentials --clusterrole=eurekube-eureka-credentials --serviceaccount=eurekube-system:eurekube-manager")
 		h.grant(ctx, t)
+	})
+
+	t.Run("CA bundle ConfigMap not granted", func(t *testing.T) {
+		secretsOnly := h.role.DeepCopy()
+		secretsOnly.Rules[0].Resources = []string{"secrets"}
+		if err := c.Update(ctx, secretsOnly); err != nil {
+			t.Fatal(err)
+		}
+		out := h.check(t, ExitFailure, "FAIL", checkCredentials, "cannot get ConfigMap "+checkNamespace+"/eureka-ca (spec.eureka.tls.caBundleRef)")
+		if line := lineOf(out, "PASS", checkCredentials); !strings.Contains(line, "can get Secret "+checkNamespace+"/eureka-creds") {
+			t.Errorf("the credentials Secret, still granted, has no PASS line of its own:\n%s", out)
+		}
+		var restored rbacv1.ClusterRole
+		if err := c.Get(ctx, client.ObjectKeyFromObject(h.role), &restored); err != nil {
+			t.Fatal(err)
+		}
+		restored.Rules = h.role.Rules
+		if err := c.Update(ctx, &restored); err != nil {
+			t.Fatal(err)
+		}
 	})
 
 	t.Run("selected pod not injected", func(t *testing.T) {

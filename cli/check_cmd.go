@@ -34,7 +34,8 @@ covers the Service's name and does not expire within --cert-days; the
 webhook answers (a server-side dry-run create of a pod in an opted-in
 namespace that a syncer selects, which writes nothing); each syncer's
 Eureka servers answered the manager with its credentials; the manager's
-ServiceAccount can read each credentials Secret (a SubjectAccessReview);
+ServiceAccount can read each Secret and ConfigMap the syncers' spec.eureka
+names: credentials, CA bundle, client certificate (a SubjectAccessReview);
 every selected pod runs the registrar; injected pods run the registrar
 the webhook injects now.
 
@@ -280,27 +281,26 @@ func trialPod(s *v1alpha1.EurekaSyncer) *corev1.Pod {
 }
 
 // reviewCredentials asks the API server whether the manager's
-// ServiceAccount may get each syncer's credentials Secret.
+// ServiceAccount may get each Secret and ConfigMap the syncers'
+// spec.eureka names.
 func reviewCredentials(ctx context.Context, c client.Client, syncers []v1alpha1.EurekaSyncer, saNamespace, saName string) []credentialsAccess {
 	var out []credentialsAccess
 	for i := range syncers {
 		s := &syncers[i]
-		ref := s.Spec.Eureka.CredentialsSecretRef
-		if ref == nil || ref.Name == "" {
-			continue
+		for _, obj := range s.Spec.Eureka.ReadObjects() {
+			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   "system:serviceaccount:" + saNamespace + ":" + saName,
+				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: s.Namespace, Verb: "get", Resource: obj.Resource, Name: obj.Name,
+				},
+			}}
+			a := credentialsAccess{syncer: s, object: obj}
+			if a.err = c.Create(ctx, review); a.err == nil {
+				a.allowed, a.reason = review.Status.Allowed, review.Status.Reason
+			}
+			out = append(out, a)
 		}
-		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:   "system:serviceaccount:" + saNamespace + ":" + saName,
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: s.Namespace, Verb: "get", Resource: "secrets", Name: ref.Name,
-			},
-		}}
-		a := credentialsAccess{syncer: s}
-		if a.err = c.Create(ctx, review); a.err == nil {
-			a.allowed, a.reason = review.Status.Allowed, review.Status.Reason
-		}
-		out = append(out, a)
 	}
 	return out
 }

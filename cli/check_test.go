@@ -134,14 +134,19 @@ func TestCheckEureka_ReportsTheManagersCondition(t *testing.T) {
 	expect(t, evaluateEureka(nil)[0], Pass, "no EurekaSyncer yet")
 }
 
-func TestCheckCredentials_FailureNamesTheRoleBindingToCreate(t *testing.T) {
+func TestCheckCredentials_FailureNamesTheObjectAndTheRoleBindingToCreate(t *testing.T) {
 	s := syncerWith("orders")
 	s.Spec.Eureka.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "eureka-creds"}
-	got := evaluateCredentials([]credentialsAccess{{syncer: &s}, {syncer: &s, allowed: true}}, "eurekube-system", "eurekube-manager")
-	expect(t, got[0], Fail, "cannot get Secret shop/eureka-creds",
+	s.Spec.Eureka.TLS = &v1alpha1.EurekaTLS{CABundleRef: &v1alpha1.CABundleRef{Name: "eureka-ca"}}
+	objs := s.Spec.Eureka.ReadObjects()
+	if len(objs) != 2 {
+		t.Fatalf("ReadObjects() = %+v, want the credentials Secret and the CA bundle's ConfigMap", objs)
+	}
+	got := evaluateCredentials([]credentialsAccess{{syncer: &s, object: objs[0], allowed: true}, {syncer: &s, object: objs[1]}}, "eurekube-system", "eurekube-manager")
+	expect(t, got[0], Pass, "ServiceAccount eurekube-system/eurekube-manager can get Secret shop/eureka-creds (spec.eureka.credentialsSecretRef)")
+	expect(t, got[1], Fail, "cannot get ConfigMap shop/eureka-ca (spec.eureka.tls.caBundleRef)",
 		"kubectl -n shop create rolebinding eurekube-eureka-credentials --clusterrole=eurekube-eureka-credentials --serviceaccount=eurekube-system:eurekube-manager")
-	expect(t, got[1], Pass, "ServiceAccount eurekube-system/eurekube-manager can get Secret shop/eureka-creds")
-	expect(t, evaluateCredentials(nil, "eurekube-system", "eurekube-manager")[0], Pass, "no EurekaSyncer names a credentials Secret")
+	expect(t, evaluateCredentials(nil, "eurekube-system", "eurekube-manager")[0], Pass, "no EurekaSyncer names a Secret or ConfigMap for Eureka")
 }
 
 func TestCheckInjected_NamesUpToFivePods(t *testing.T) {

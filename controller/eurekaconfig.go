@@ -115,8 +115,8 @@ func readSecret(ctx context.Context, reader client.Reader, namespace, name, what
 // Secrets and ConfigMaps only where a namespace grants it.
 func grantHint(err error, namespace string) error {
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%w (grant the manager access in this namespace: kubectl -n %s create rolebinding eurekube-eureka-credentials --clusterrole=eurekube-eureka-credentials --serviceaccount=<manager namespace>:eurekube-manager)",
-			err, namespace)
+		return fmt.Errorf("%w (grant the manager access in this namespace: kubectl -n %s create rolebinding %[3]s --clusterrole=%[3]s --serviceaccount=<manager namespace>:eurekube-manager)",
+			err, namespace, v1alpha1.EurekaAccessClusterRole)
 	}
 	return err
 }

@@ -328,6 +328,43 @@ func (r *CABundleRef) EffectiveKind() CABundleKind {
 	return r.Kind
 }
 
+// ReadObject is a Secret or ConfigMap of a syncer's namespace that the
+// manager reads for it.
+// +kubebuilder:object:generate=false
+type ReadObject struct {
+	Kind     string // Secret or ConfigMap
+	Resource string // secrets or configmaps, for an authorization check
+	Name     string
+	Field    string // the spec field that names it
+}
+
+// ReadObjects are the Secrets and ConfigMaps spec.eureka names, which the
+// manager must be allowed to get in the syncer's namespace (the ClusterRole
+// EurekaAccessClusterRole, bound there).
+func (e EurekaServers) ReadObjects() []ReadObject {
+	var out []ReadObject
+	secret := func(name, field string) {
+		out = append(out, ReadObject{Kind: "Secret", Resource: "secrets", Name: name, Field: field})
+	}
+	if ref := e.CredentialsSecretRef; ref != nil && ref.Name != "" {
+		secret(ref.Name, "spec.eureka.credentialsSecretRef")
+	}
+	if e.TLS == nil {
+		return out
+	}
+	if ref := e.TLS.CABundleRef; ref != nil {
+		if ref.EffectiveKind() == CABundleSecret {
+			secret(ref.Name, "spec.eureka.tls.caBundleRef")
+		} else {
+			out = append(out, ReadObject{Kind: "ConfigMap", Resource: "configmaps", Name: ref.Name, Field: "spec.eureka.tls.caBundleRef"})
+		}
+	}
+	if ref := e.TLS.ClientCertificateSecretRef; ref != nil && ref.Name != "" {
+		secret(ref.Name, "spec.eureka.tls.clientCertificateSecretRef")
+	}
+	return out
+}
+
 // HealthCheckType is how the registrar probes the app.
 // +kubebuilder:validation:Enum=HTTP;TCP
 type HealthCheckType string

@@ -61,6 +61,11 @@ const (
 
 	// RegistrarContainerName is the name of the injected sidecar.
 	RegistrarContainerName = "eurekube-registrar"
+
+	// EurekaAccessClusterRole lets the manager get the Secrets and
+	// ConfigMaps that syncers' spec.eureka names (ReadObjects); a namespace
+	// whose syncers name any binds it to the manager's ServiceAccount.
+	EurekaAccessClusterRole = "eurekube-eureka-credentials"
 )
 
 // Pod annotations a user may set to override the syncer for one pod. The
