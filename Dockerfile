@@ -32,5 +32,5 @@ FROM gcr.io/distroless/static-debian12:nonroot AS manager
 COPY --from=builder /out/eurekube /eurekube
 COPY --from=builder /out/manager /manager
 USER 65532:65532
-EXPOSE 9443 8080 8081
+EXPOSE 9443 8443 8081
 ENTRYPOINT ["/manager"]

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	managerapp "github.com/eurekube/eurekube/cmd/manager/app"
 	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/tests/images"
@@ -282,7 +283,7 @@ func (w *upWatch) stop() []string {
 func waitNothingLeft(t *testing.T, app cluster.App) {
 	t.Helper()
 	ctx := context.Background()
-	harness.Eventually(t, 3*time.Minute, "no CRD, no webhook configuration, no manager", func() error {
+	harness.Eventually(t, 3*time.Minute, "no CRD, no webhook configuration, no manager, no certificate Secret", func() error {
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := kube.Get(ctx, client.ObjectKey{Name: "eurekasyncers.eurekube.io"}, &crd); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("CRD eurekasyncers.eurekube.io still there (finalizers %v, %v)", crd.Finalizers, err)
@@ -294,6 +295,13 @@ func waitNothingLeft(t *testing.T, app cluster.App) {
 		var dep appsv1.Deployment
 		if err := c.Node.Client.Get(ctx, client.ObjectKey{Namespace: cluster.ManagerNamespace, Name: cluster.ManagerDeployment}, &dep); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("manager Deployment still there (%v)", err)
+		}
+		// The manager created it (self-managed certificates), owned by the
+		// webhook configuration: the garbage collector deletes it, CA key
+		// and all.
+		var secret corev1.Secret
+		if err := c.Node.Client.Get(ctx, client.ObjectKey{Namespace: cluster.ManagerNamespace, Name: managerapp.DefaultCertificateSecret}, &secret); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Secret %s still there (owners %+v, %v)", managerapp.DefaultCertificateSecret, secret.OwnerReferences, err)
 		}
 		return nil
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -169,9 +170,14 @@ func (i *Issuer) sync(ctx context.Context) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	if len(res.changes) > 0 {
-		if secret, err = i.store(ctx, secret, res.next); err != nil {
+	owner := ownerReference(mwc)
+	if len(res.changes) > 0 || (secret != nil && owner != nil && !ownedBy(secret, owner)) {
+		adopted := secret != nil && owner != nil && !ownedBy(secret, owner)
+		if secret, err = i.store(ctx, secret, res.next, owner); err != nil {
 			return time.Time{}, err
+		}
+		if adopted {
+			i.o.Logger.WithFields(logrus.Fields{"secret": i.o.SecretName, "webhookConfiguration": owner.Name}).Info("the webhook configuration now owns the certificate Secret: deleting it deletes the Secret")
 		}
 		i.report(secret, res.changes)
 	}
@@ -181,10 +187,31 @@ func (i *Issuer) sync(ctx context.Context) (time.Time, error) {
 	return res.recheck, nil
 }
 
-// store writes m into the Secret: created when there is none, else
-// updated at the resourceVersion it was read at, so that a leader acting
-// on a stale read (its predecessor wrote since) fails and re-reads.
-func (i *Issuer) store(ctx context.Context, secret *corev1.Secret, m material) (*corev1.Secret, error) {
+// ownerReference makes the webhook configuration the certificate Secret's
+// owner, so that uninstalling Eurekube (helm uninstall, kubectl delete -k
+// deletes the configuration) lets the garbage collector delete the Secret,
+// CA key and all: the manager created it, so no manifest names it. Without
+// blockOwnerDeletion, which would need the configuration's finalizers.
+// nil when there is no configuration to own it.
+func ownerReference(mwc *admissionregistrationv1.MutatingWebhookConfiguration) *metav1.OwnerReference {
+	if mwc == nil || mwc.UID == "" {
+		return nil
+	}
+	return &metav1.OwnerReference{
+		APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingWebhookConfiguration",
+		Name: mwc.Name, UID: mwc.UID,
+	}
+}
+
+func ownedBy(secret *corev1.Secret, owner *metav1.OwnerReference) bool {
+	return slices.ContainsFunc(secret.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == owner.UID })
+}
+
+// store writes m into the Secret, owned by owner (if not nil): created
+// when there is none, else updated at the resourceVersion it was read at,
+// so that a leader acting on a stale read (its predecessor wrote since)
+// fails and re-reads.
+func (i *Issuer) store(ctx context.Context, secret *corev1.Secret, m material, owner *metav1.OwnerReference) (*corev1.Secret, error) {
 	data, err := m.secretData()
 	if err != nil {
 		return nil, err
@@ -196,6 +223,9 @@ func (i *Issuer) store(ctx context.Context, secret *corev1.Secret, m material) (
 			Type:       corev1.SecretTypeTLS,
 			Data:       data,
 		}
+		if owner != nil {
+			secret.OwnerReferences = []metav1.OwnerReference{*owner}
+		}
 		created, err := secrets.Create(ctx, secret, metav1.CreateOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("create Secret %s/%s: %w", i.o.Namespace, i.o.SecretName, err)
@@ -204,6 +234,9 @@ func (i *Issuer) store(ctx context.Context, secret *corev1.Secret, m material) (
 	}
 	secret = secret.DeepCopy()
 	secret.Data = data
+	if owner != nil && !ownedBy(secret, owner) {
+		secret.OwnerReferences = append(secret.OwnerReferences, *owner)
+	}
 	updated, err := secrets.Update(ctx, secret, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("update Secret %s/%s at resourceVersion %s: %w", i.o.Namespace, i.o.SecretName, secret.ResourceVersion, err)

@@ -37,6 +37,13 @@ func TestSelfManaged_EveryReplicaServesTheLeadersCertificateTrustedByTheCABundle
 			t.Errorf("%s serves serial %s, want the Secret's %s", name, served.SerialNumber, want.SerialNumber)
 		}
 	}
+	var mwc admissionregistrationv1.MutatingWebhookConfiguration
+	if err := cp.Client.Get(e.ctx, types.NamespacedName{Name: e.webhook}, &mwc); err != nil {
+		t.Fatal(err)
+	}
+	if owners := secret.OwnerReferences; len(owners) != 1 || owners[0].Kind != "MutatingWebhookConfiguration" || owners[0].UID != mwc.UID {
+		t.Errorf("the Secret's owners are %+v, want the webhook configuration %s (uid %s), whose deletion at uninstall deletes the Secret", owners, mwc.Name, mwc.UID)
+	}
 	if now := e.secret(); now.ResourceVersion != secret.ResourceVersion {
 		t.Error("the Secret was written again after the second replica started: only the leader writes, and it had nothing to change")
 	}
