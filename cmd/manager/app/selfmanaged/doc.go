@@ -48,6 +48,12 @@
 //     A Secret lost or damaged beyond use gets a new CA at once; the CAs
 //     of its ca.crt stay while valid, since replicas may serve what they
 //     signed.
+//   - The webhook configuration owns the Secret (an owner reference, set
+//     on creation and added to a Secret without it), so deleting it at
+//     uninstall lets the garbage collector delete the Secret and its CA
+//     key; no manifest names the Secret. Without the configuration the
+//     leader issues nothing: uninstalling deletes it while the leader still
+//     runs, and a Secret issued then would be left behind.
 //   - Every replica (Served) watches the Secret through a namespaced
 //     informer on that one name (the manager's cache never holds Secrets)
 //     and answers the webhook server's tls.Config.GetCertificate with the

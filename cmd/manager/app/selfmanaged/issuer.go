@@ -65,6 +65,8 @@ type Issuer struct {
 	// for the watched copy until the watch delivers it.
 	patchedFrom string
 	patched     *admissionregistrationv1.MutatingWebhookConfiguration
+	// waiting: the last sync found no webhook configuration (logged once).
+	waiting bool
 }
 
 // NewIssuer returns an Issuer for the manager to run.
@@ -149,6 +151,22 @@ func (i *Issuer) Start(ctx context.Context) error {
 // sync brings the Secret, then the caBundle, up to date, and says when to
 // look again.
 func (i *Issuer) sync(ctx context.Context) (time.Time, error) {
+	mwc := i.webhookConfiguration()
+	if mwc == nil {
+		// No configuration, no certificate: nothing calls the webhook, and
+		// a Secret written now would have no owner to go with. At
+		// uninstall the configuration goes first while the leader still
+		// runs: issuing then would leave a Secret behind.
+		log := i.o.Logger.WithField("webhookConfiguration", i.o.WebhookConfiguration)
+		if i.waiting {
+			log.Debug("still no MutatingWebhookConfiguration: issuing nothing")
+		} else {
+			log.Warn("no MutatingWebhookConfiguration: issuing no certificate until it exists")
+			i.waiting = true
+		}
+		return time.Now().Add(time.Hour), nil // its creation wakes Start
+	}
+	i.waiting = false
 	secrets := i.o.Clientset.CoreV1().Secrets(i.o.Namespace)
 	secret, err := secrets.Get(ctx, i.o.SecretName, metav1.GetOptions{})
 	switch {
@@ -164,15 +182,14 @@ func (i *Issuer) sync(ctx context.Context) (time.Time, error) {
 			i.o.Logger.WithField("secret", i.o.SecretName).Warn("certificate Secret: " + p + ": replacing it")
 		}
 	}
-	mwc := i.webhookConfiguration()
-	trusted := mwc == nil || (cur.ca != nil && everyBundleHolds(mwc, cur.ca))
+	trusted := cur.ca != nil && everyBundleHolds(mwc, cur.ca)
 	res, err := plan(cur, time.Now(), i.policy, trusted)
 	if err != nil {
 		return time.Time{}, err
 	}
 	owner := ownerReference(mwc)
-	if len(res.changes) > 0 || (secret != nil && owner != nil && !ownedBy(secret, owner)) {
-		adopted := secret != nil && owner != nil && !ownedBy(secret, owner)
+	adopted := secret != nil && !ownedBy(secret, owner)
+	if len(res.changes) > 0 || adopted {
 		if secret, err = i.store(ctx, secret, res.next, owner); err != nil {
 			return time.Time{}, err
 		}
@@ -192,11 +209,7 @@ func (i *Issuer) sync(ctx context.Context) (time.Time, error) {
 // deletes the configuration) lets the garbage collector delete the Secret,
 // CA key and all: the manager created it, so no manifest names it. Without
 // blockOwnerDeletion, which would need the configuration's finalizers.
-// nil when there is no configuration to own it.
 func ownerReference(mwc *admissionregistrationv1.MutatingWebhookConfiguration) *metav1.OwnerReference {
-	if mwc == nil || mwc.UID == "" {
-		return nil
-	}
 	return &metav1.OwnerReference{
 		APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingWebhookConfiguration",
 		Name: mwc.Name, UID: mwc.UID,
@@ -207,7 +220,7 @@ func ownedBy(secret *corev1.Secret, owner *metav1.OwnerReference) bool {
 	return slices.ContainsFunc(secret.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == owner.UID })
 }
 
-// store writes m into the Secret, owned by owner (if not nil): created
+// store writes m into the Secret, owned by owner: created
 // when there is none, else updated at the resourceVersion it was read at,
 // so that a leader acting on a stale read (its predecessor wrote since)
 // fails and re-reads.
@@ -223,9 +236,7 @@ func (i *Issuer) store(ctx context.Context, secret *corev1.Secret, m material, o
 			Type:       corev1.SecretTypeTLS,
 			Data:       data,
 		}
-		if owner != nil {
-			secret.OwnerReferences = []metav1.OwnerReference{*owner}
-		}
+		secret.OwnerReferences = []metav1.OwnerReference{*owner}
 		created, err := secrets.Create(ctx, secret, metav1.CreateOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("create Secret %s/%s: %w", i.o.Namespace, i.o.SecretName, err)
@@ -234,7 +245,7 @@ func (i *Issuer) store(ctx context.Context, secret *corev1.Secret, m material, o
 	}
 	secret = secret.DeepCopy()
 	secret.Data = data
-	if owner != nil && !ownedBy(secret, owner) {
+	if !ownedBy(secret, owner) {
 		secret.OwnerReferences = append(secret.OwnerReferences, *owner)
 	}
 	updated, err := secrets.Update(ctx, secret, metav1.UpdateOptions{})
@@ -277,9 +288,6 @@ func everyBundleHolds(mwc *admissionregistrationv1.MutatingWebhookConfiguration,
 // patchCABundle sets every webhook's caBundle to bundle where it differs,
 // with a JSON patch that first tests the resourceVersion it was read at.
 func (i *Issuer) patchCABundle(ctx context.Context, mwc *admissionregistrationv1.MutatingWebhookConfiguration, bundle []byte) error {
-	if mwc == nil {
-		return nil
-	}
 	ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": mwc.ResourceVersion}}
 	for n, w := range mwc.Webhooks {
 		if string(w.ClientConfig.CABundle) != string(bundle) {

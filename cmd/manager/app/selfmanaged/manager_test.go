@@ -39,7 +39,9 @@ type env struct {
 	t         *testing.T
 	namespace string
 	webhook   string
-	ctx       context.Context
+	// webhookObject is the configuration as created, to create it again.
+	webhookObject *admissionregistrationv1.MutatingWebhookConfiguration
+	ctx           context.Context
 }
 
 func newEnv(t *testing.T) *env {
@@ -64,16 +66,18 @@ func newEnv(t *testing.T) *env {
 		mwc.Webhooks[i].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url}
 		mwc.Webhooks[i].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"eurekube.io/no-such-label": ns.Name}}
 	}
-	if err := cp.Client.Create(ctx, mwc); err != nil {
+	created := mwc.DeepCopy()
+	if err := cp.Client.Create(ctx, created); err != nil {
 		t.Fatal(err)
 	}
-	return &env{t: t, namespace: ns.Name, webhook: mwc.Name, ctx: ctx}
+	return &env{t: t, namespace: ns.Name, webhook: mwc.Name, webhookObject: mwc, ctx: ctx}
 }
 
 // replica is a manager started in-process by app.Run.
 type replica struct {
 	webhookPort, healthPort, metricsPort int
 	done                                 chan struct{}
+	log                                  string // the file it logs to
 }
 
 // start runs a manager in self-managed mode from its own flags, as
@@ -115,6 +119,7 @@ func (e *env) startWith(restCfg *rest.Config, lifetimes app.CertificateLifetimes
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(t.TempDir(), "manager.log")
+	r.log = logPath
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)

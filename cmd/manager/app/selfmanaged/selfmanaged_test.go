@@ -5,7 +5,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,6 +89,69 @@ func TestSelfManaged_RestoresACABundleSomeoneReset(t *testing.T) {
 	harness.Eventually(t, deadline, "the leader restores the caBundle", func() error {
 		if !bytes.Equal(e.caBundle(), secret.Data[certs.CAFile]) {
 			return errors.New("the caBundle is not the Secret's ca.crt")
+		}
+		return nil
+	})
+}
+
+// Uninstalling deletes the webhook configuration while the leader still
+// runs; the garbage collector then deletes the Secret it owns (not run
+// here: the test deletes it). The leader must not issue a Secret nobody
+// would delete; a configuration created again is a fresh start.
+func TestSelfManaged_IssuesNothingWithoutItsWebhookConfigurationAndStartsOverWhenItReturns(t *testing.T) {
+	e := newEnv(t)
+	r := e.start(app.CertificateLifetimes{})
+	before := e.waitForCertificates()
+
+	if err := cp.Client.Delete(e.ctx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: e.webhook}}); err != nil {
+		t.Fatal(err)
+	}
+	logged := func(what string) int {
+		data, err := os.ReadFile(r.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(string(data), what)
+	}
+	harness.Eventually(t, deadline, "the leader logs that it issues nothing without the configuration", func() error {
+		if logged("no MutatingWebhookConfiguration: issuing no certificate until it exists") == 0 {
+			return errors.New("not logged yet")
+		}
+		return nil
+	})
+	const skipped = "still no MutatingWebhookConfiguration: issuing nothing"
+	n := logged(skipped)
+	if err := cp.Client.Delete(e.ctx, before); err != nil { // the garbage collector's part
+		t.Fatal(err)
+	}
+	harness.Eventually(t, deadline, "the leader syncs on the Secret's deletion", func() error {
+		if logged(skipped) == n {
+			return errors.New("no sync since")
+		}
+		return nil
+	})
+	if s := e.secret(); s != nil {
+		t.Fatalf("the leader issued Secret %s (owners %+v) with no webhook configuration to own it", s.Name, s.OwnerReferences)
+	}
+
+	again := e.webhookObject.DeepCopy()
+	if err := cp.Client.Create(e.ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	after := e.waitForCertificates()
+	if owners := after.OwnerReferences; len(owners) != 1 || owners[0].UID != again.UID {
+		t.Errorf("the new Secret's owners are %+v, want the new configuration (uid %s)", owners, again.UID)
+	}
+	if bytes.Equal(after.Data[certs.CAFile], before.Data[certs.CAFile]) {
+		t.Error("the new Secret holds the old CA: it was not issued anew")
+	}
+	harness.Eventually(t, deadline, "the replica serves the new certificate, trusted by the new caBundle", func() error {
+		served, err := e.handshake(r)
+		if err != nil {
+			return err
+		}
+		if !served.Equal(leaf(t, after)) {
+			return fmt.Errorf("serves serial %s, want the new Secret's", served.SerialNumber)
 		}
 		return nil
 	})
