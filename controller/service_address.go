@@ -59,6 +59,8 @@ type serviceResolution struct {
 	source string
 	// viaNodePort: the addresses are nodes' (a Node change may change them).
 	viaNodePort bool
+	// port is the Service port spec.port names.
+	port corev1.ServicePort
 	// readyEndpoints counts the Service's ready endpoints: instances are UP
 	// only while there is one.
 	readyEndpoints int
@@ -87,6 +89,7 @@ func resolveService(in serviceInputs) serviceResolution {
 		return res
 	}
 	port, ok := servicePort(svc, in.port)
+	res.port = port
 	if !ok {
 		res.reason = reasonPortNotFound
 		res.message = fmt.Sprintf("Service %s has no TCP port %s (its ports: %s): set spec.port to one of them, by number or name; nothing is registered meanwhile",

@@ -9,9 +9,11 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/sidecar"
 )
 
 // svcShape builds the Service of a test case.
@@ -211,5 +213,53 @@ func TestServiceInstances_CarryTheMarkersAndTheStatusOfTheEndpoints(t *testing.T
 	}
 	if len(serviceInstances(s, serviceResolution{reason: reasonNoReachableAddress}, "cluster-1")) != 0 {
 		t.Fatal("an unreachable Service is registered")
+	}
+}
+
+func TestServiceInstances_AreSpringShapedAtTheServiceAddress(t *testing.T) {
+	syncer := func(mutate func(*v1alpha1.EurekaSyncerSpec)) *v1alpha1.EurekaSyncer {
+		s := &v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"}, Spec: v1alpha1.EurekaSyncerSpec{
+			Mode: v1alpha1.ModeService, Service: &v1alpha1.ServiceTarget{Name: "orders"}, Port: intstr.FromString("http"),
+		}}
+		if mutate != nil {
+			mutate(&s.Spec)
+		}
+		return s
+	}
+	res := func(port corev1.ServicePort) serviceResolution {
+		return serviceResolution{addresses: []serviceAddress{{Host: "lb.example.com", Port: 8080}}, port: port, readyEndpoints: 1}
+	}
+	for name, tc := range map[string]struct {
+		syncer                    *v1alpha1.EurekaSyncer
+		port                      corev1.ServicePort
+		home, status, health, ctx string
+	}{
+		"an HTTP port: the actuator's info and health on it": {
+			syncer: syncer(nil), port: corev1.ServicePort{Name: "http", Port: 8080},
+			home: "http://lb.example.com:8080/", status: "http://lb.example.com:8080/actuator/info", health: "http://lb.example.com:8080/actuator/health",
+		},
+		"a base path of its own, in the metadata too": {
+			syncer: syncer(func(s *v1alpha1.EurekaSyncerSpec) { s.Management = &v1alpha1.Management{BasePath: "/manage"} }),
+			port:   corev1.ServicePort{Name: "http", Port: 8080},
+			home:   "http://lb.example.com:8080/", status: "http://lb.example.com:8080/manage/info", health: "http://lb.example.com:8080/manage/health", ctx: "/manage",
+		},
+		"a gRPC port by name: no URLs": {syncer: syncer(nil), port: corev1.ServicePort{Name: "grpc-api", Port: 8080}},
+		"a port whose appProtocol says tls: no URLs": {
+			syncer: syncer(nil), port: corev1.ServicePort{Name: "web", Port: 8080, AppProtocol: ptr.To("tls")},
+		},
+		"spec.protocol TCP wins over an http name": {
+			syncer: syncer(func(s *v1alpha1.EurekaSyncerSpec) { s.Protocol = v1alpha1.ProtocolTCP }), port: corev1.ServicePort{Name: "http", Port: 8080},
+		},
+	} {
+		inst := serviceInstances(tc.syncer, res(tc.port), "cluster-1")[0]
+		if inst.HomePageURL != tc.home || inst.StatusPageURL != tc.status || inst.HealthCheckURL != tc.health {
+			t.Errorf("%s: URLs %q %q %q, want %q %q %q", name, inst.HomePageURL, inst.StatusPageURL, inst.HealthCheckURL, tc.home, tc.status, tc.health)
+		}
+		if got := inst.Metadata[sidecar.MetaManagementContextPath]; got != tc.ctx {
+			t.Errorf("%s: metadata %s = %q, want %q", name, sidecar.MetaManagementContextPath, got, tc.ctx)
+		}
+		if _, ok := inst.Metadata[sidecar.MetaManagementPort]; ok {
+			t.Errorf("%s: metadata names a management port: the actuator answers on the registered one", name)
+		}
 	}
 }

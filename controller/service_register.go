@@ -8,11 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
-	"strconv"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -59,10 +58,20 @@ func serviceInstances(s *v1alpha1.EurekaSyncer, res serviceResolution, clusterID
 	renewal, duration := leaseOf(s)
 	out := make([]eureka.Instance, 0, len(res.addresses))
 	for _, addr := range res.addresses {
-		// The registrar's defaults name the VIPs after the app: a caller
-		// finds the app by the same VIP whichever mode registers it.
-		defaults := sidecar.Defaults(app, int(addr.Port))
-		meta := make(map[string]string, len(s.Spec.Metadata)+5)
+		// The registrar's defaults name the VIPs after the app, and its
+		// rules make the URLs: a caller, Spring Boot Admin or the Eureka
+		// dashboard finds the app the same way whichever mode registers it.
+		rc := sidecar.Defaults(app, int(addr.Port))
+		rc.PodIP, rc.Protocol = addr.Host, serviceProtocol(s, res.port)
+		if m := s.Spec.Management; m != nil && m.BasePath != "" {
+			rc.Management.BasePath = m.BasePath
+		}
+		meta := make(map[string]string, len(s.Spec.Metadata)+6)
+		var home, statusPage, health string
+		if rc.Protocol == sidecar.ProtocolHTTP {
+			rc.AddManagementMetadata(meta)
+			home, statusPage, health = rc.URLs()
+		}
 		maps.Copy(meta, s.Spec.Metadata)
 		// The markers come last so that no user metadata can forge them.
 		meta[eureka.MetaManagedBy] = eureka.ManagedByValue
@@ -70,7 +79,6 @@ func serviceInstances(s *v1alpha1.EurekaSyncer, res serviceResolution, clusterID
 		meta[eureka.MetaNamespace] = s.Namespace
 		meta[eureka.MetaSyncer] = s.Name
 		meta[eureka.MetaService] = s.Spec.Service.Name
-		base := "http://" + net.JoinHostPort(addr.Host, strconv.Itoa(int(addr.Port))) + "/"
 		out = append(out, eureka.Instance{
 			App:        app,
 			InstanceID: serviceInstanceID(addr, app, s.Spec.Service.Name, s.Namespace, clusterID),
@@ -78,21 +86,38 @@ func serviceInstances(s *v1alpha1.EurekaSyncer, res serviceResolution, clusterID
 			// DNS name the name is the best there is.
 			HostName:         addr.Host,
 			IPAddr:           addr.Host,
-			VIPAddress:       cmp.Or(s.Spec.VIPAddress, defaults.VIPAddress),
-			SecureVIPAddress: cmp.Or(s.Spec.SecureVIPAddress, defaults.SecureVIPAddress),
+			VIPAddress:       cmp.Or(s.Spec.VIPAddress, rc.VIPAddress),
+			SecureVIPAddress: cmp.Or(s.Spec.SecureVIPAddress, rc.SecureVIPAddress),
 			Status:           status,
 			OverriddenStatus: override,
 			Port:             int(addr.Port),
 			PortEnabled:      true,
-			HomePageURL:      base,
-			StatusPageURL:    base,
-			HealthCheckURL:   base,
+			HomePageURL:      home,
+			StatusPageURL:    statusPage,
+			HealthCheckURL:   health,
 			RenewalInterval:  renewal,
 			Duration:         duration,
 			Metadata:         meta,
 		})
 	}
 	return out
+}
+
+// serviceProtocol is spec.protocol, else TCP when the Service port's name
+// or appProtocol says so (as a container port's name does in Pod mode),
+// else HTTP.
+func serviceProtocol(s *v1alpha1.EurekaSyncer, port corev1.ServicePort) string {
+	p := s.Spec.Protocol
+	if p == "" {
+		p = v1alpha1.ProtocolHTTP
+		if v1alpha1.NonHTTPPortName(port.Name) || (port.AppProtocol != nil && v1alpha1.NonHTTPPortName(*port.AppProtocol)) {
+			p = v1alpha1.ProtocolTCP
+		}
+	}
+	if p == v1alpha1.ProtocolTCP {
+		return sidecar.ProtocolTCP
+	}
+	return sidecar.ProtocolHTTP
 }
 
 // leaseOf is spec.lease with Eureka's defaults for what is unset.

@@ -243,6 +243,10 @@ func TestServiceMode_LoadBalancerRegistersItsIngressUpWhileAnEndpointIsReady(t *
 		!strings.HasPrefix(inst.InstanceID, "198.51.100.7:orders:80:orders."+ns+".") {
 		t.Fatalf("instance %+v", inst)
 	}
+	// As Spring Boot Admin and the dashboard follow them, read back from Eureka.
+	if inst.HomePageURL != "http://198.51.100.7:80/" || inst.StatusPageURL != "http://198.51.100.7:80/actuator/info" || inst.HealthCheckURL != "http://198.51.100.7:80/actuator/health" {
+		t.Errorf("URLs %q %q %q, want the address's root and the actuator's info and health", inst.HomePageURL, inst.StatusPageURL, inst.HealthCheckURL)
+	}
 	harness.Eventually(t, patience, "READY 1/1, Synced, no pod counted", func() error {
 		st, err := getSyncer(s)
 		if err != nil {

@@ -46,7 +46,7 @@ const (
 func (c *Config) Instance(status eureka.Status) eureka.Instance {
 	meta := make(map[string]string, len(c.Metadata)+10)
 	if c.Protocol == ProtocolHTTP {
-		c.addManagementMetadata(meta)
+		c.AddManagementMetadata(meta)
 	}
 	for k, v := range c.Metadata {
 		meta[k] = v
@@ -76,16 +76,17 @@ func (c *Config) Instance(status eureka.Status) eureka.Instance {
 		Metadata:          meta,
 	}
 	if c.Protocol == ProtocolHTTP {
-		inst.HomePageURL, inst.StatusPageURL, inst.HealthCheckURL = c.urls()
+		inst.HomePageURL, inst.StatusPageURL, inst.HealthCheckURL = c.URLs()
 	}
 	return inst
 }
 
-// urls are an HTTP instance's home page (the registered port's root), its
-// status page (the actuator's info) and its health check: the actuator's
-// health, unless the registrar probes an HTTP path outside the actuator
-// (an app without one), which is then the truer health URL.
-func (c *Config) urls() (home, status, health string) {
+// URLs are an HTTP instance's home page (the registered port's root at
+// PodIP), its status page (the actuator's info) and its health check: the
+// actuator's health, unless the registrar probes an HTTP path outside the
+// actuator (an app without one), which is then the truer health URL. The
+// reconciler uses them too, for a Service's address in Service mode.
+func (c *Config) URLs() (home, status, health string) {
 	home = "http://" + net.JoinHostPort(c.PodIP, strconv.Itoa(c.Port)) + "/"
 	actuator := c.Management.Scheme + "://" + net.JoinHostPort(c.PodIP, strconv.Itoa(c.Management.Port)) +
 		strings.TrimSuffix(c.Management.BasePath, "/")
@@ -117,9 +118,9 @@ func (c *Config) probesActuatorHealth() bool {
 	return ok && strings.TrimSuffix(base, "/") == strings.TrimSuffix(c.Management.BasePath, "/")
 }
 
-// addManagementMetadata adds what Spring Boot Admin needs to find an
+// AddManagementMetadata adds what Spring Boot Admin needs to find an
 // actuator that does not answer on the registered port under /actuator.
-func (c *Config) addManagementMetadata(meta map[string]string) {
+func (c *Config) AddManagementMetadata(meta map[string]string) {
 	m := c.Management
 	if m.Port != c.Port {
 		meta[MetaManagementPort] = strconv.Itoa(m.Port)

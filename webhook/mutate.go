@@ -465,7 +465,7 @@ func protocol(pod *corev1.Pod, app int, port int32, cfg Config) string {
 			p = v1alpha1.ProtocolTCP
 		}
 		for _, cp := range pod.Spec.Containers[app].Ports {
-			if cp.ContainerPort == port && nonHTTPPortName(cp.Name) {
+			if cp.ContainerPort == port && v1alpha1.NonHTTPPortName(cp.Name) {
 				p = v1alpha1.ProtocolTCP
 			}
 		}
@@ -474,13 +474,6 @@ func protocol(pod *corev1.Pod, app int, port int32, cfg Config) string {
 		return sidecar.ProtocolTCP
 	}
 	return sidecar.ProtocolHTTP
-}
-
-// nonHTTPPortName is true for the port names that say the port speaks
-// something other than HTTP/1.
-func nonHTTPPortName(name string) bool {
-	prefix, _, _ := strings.Cut(name, "-")
-	return prefix == "grpc" || prefix == "tcp" || prefix == "tls"
 }
 
 // resolveManagement says where the app's actuator answers: the pod's

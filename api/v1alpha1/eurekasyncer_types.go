@@ -15,7 +15,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Pod' || (has(self.selector) && ((has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)))",message="selector must not be empty in Pod mode: set matchLabels or matchExpressions (an empty selector would register every pod of the namespace)",fieldPath=".selector"
 // +kubebuilder:validation:XValidation:rule="self.mode == 'Service' ? has(self.service) : !has(self.service)",message="service is required in Service mode and not allowed in Pod mode",fieldPath=".service"
 // +kubebuilder:validation:XValidation:rule="self.mode != 'Service' || !has(self.selector) || ((!has(self.selector.matchLabels) || size(self.selector.matchLabels) == 0) && (!has(self.selector.matchExpressions) || size(self.selector.matchExpressions) == 0))",message="selector is not allowed in Service mode: the Service's own selector picks the pods",fieldPath=".selector"
-// +kubebuilder:validation:XValidation:rule="self.mode != 'Service' || (!has(self.healthCheck) && (!has(self.drain) || !has(self.drain.preStopSleepSeconds)) && (!has(self.sidecar) || (!has(self.sidecar.image) && !has(self.sidecar.resources))) && !has(self.securePort))",message="healthCheck, drain, sidecar and securePort apply to Pod mode only: in Service mode no sidecar is injected, health is the Service's ready endpoints, and only port is registered"
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Service' || (!has(self.healthCheck) && (!has(self.drain) || !has(self.drain.preStopSleepSeconds)) && (!has(self.sidecar) || (!has(self.sidecar.image) && !has(self.sidecar.resources))) && !has(self.securePort) && (!has(self.management) || !has(self.management.port)))",message="healthCheck, drain, sidecar, securePort and management.port apply to Pod mode only: in Service mode no sidecar is injected, health is the Service's ready endpoints, and only port is registered, the actuator answering on it"
 // +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode",message="mode cannot change: the pods of a Pod-mode syncer run registrars a Service-mode one would leave unattended; delete the syncer (it detaches cleanly) and create it again in the other mode",fieldPath=".mode"
 type EurekaSyncerSpec struct {
 	// Mode is what is registered: Pod (each selected pod, by the registrar
@@ -101,9 +101,10 @@ type EurekaSyncerSpec struct {
 	// home page, status page and health check URLs, which Spring Boot Admin
 	// and the Eureka dashboard follow; TCP instances (gRPC, databases, any
 	// other protocol) carry none. Defaults to TCP when the registered
-	// container port's name is grpc, tcp or tls, or starts with one of them
-	// and '-' (as Istio names ports), or when the app container's
-	// readinessProbe is a gRPC one; else HTTP.
+	// container port's name (in Service mode: the Service port's name or
+	// appProtocol) is grpc, tcp or tls, or starts with one of them and '-'
+	// (as Istio names ports), or when the app container's readinessProbe is
+	// a gRPC one; else HTTP.
 	// +optional
 	Protocol Protocol `json:"protocol,omitempty"`
 
@@ -113,7 +114,8 @@ type EurekaSyncerSpec struct {
 	// metadata carries management.port and management.context-path when
 	// the actuator has a port of its own. Defaults come from the health
 	// check (the app container's readinessProbe, such as an httpGet of
-	// /actuator/health/readiness on port management).
+	// /actuator/health/readiness on port management). In Service mode only
+	// basePath applies: the actuator answers on the registered port.
 	// +optional
 	Management *Management `json:"management,omitempty"`
 

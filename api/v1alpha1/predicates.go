@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"cmp"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,4 +71,13 @@ func (s *EurekaSyncer) Selects(podLabels map[string]string) (bool, error) {
 		return false, err
 	}
 	return selector.Matches(labels.Set(podLabels)), nil
+}
+
+// NonHTTPPortName is true for the port names (and Service appProtocols)
+// that say a port speaks something other than HTTP/1: grpc, tcp or tls,
+// alone or before '-', as Istio names ports. spec.protocol defaults to TCP
+// for them.
+func NonHTTPPortName(name string) bool {
+	prefix, _, _ := strings.Cut(name, "-")
+	return prefix == "grpc" || prefix == "tcp" || prefix == "tls"
 }

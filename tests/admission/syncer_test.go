@@ -43,7 +43,13 @@ func TestSyncer_TheAPIServerRefusesInvalidSpecsWithAClearMessage(t *testing.T) {
 			s.Spec.Mode, s.Spec.Selector = eurekubev1alpha1.ModeService, metav1.LabelSelector{}
 			s.Spec.Service = &eurekubev1alpha1.ServiceTarget{Name: "orders"}
 			s.Spec.Drain.PreStopSleepSeconds = ptr(int32(30))
-		}, []string{"healthCheck, drain, sidecar and securePort apply to Pod mode only"}},
+		}, []string{"healthCheck, drain, sidecar, securePort and management.port apply to Pod mode only"}},
+		{"Service mode with a management port", func(s *eurekubev1alpha1.EurekaSyncer) {
+			s.Spec.Mode, s.Spec.Selector = eurekubev1alpha1.ModeService, metav1.LabelSelector{}
+			s.Spec.Service = &eurekubev1alpha1.ServiceTarget{Name: "orders"}
+			port := intstr.FromString("management")
+			s.Spec.Management = &eurekubev1alpha1.Management{Port: &port}
+		}, []string{"the actuator answering on it"}},
 		{"an address with a forced address type", func(s *eurekubev1alpha1.EurekaSyncer) {
 			s.Spec.Mode, s.Spec.Selector = eurekubev1alpha1.ModeService, metav1.LabelSelector{}
 			s.Spec.Service = &eurekubev1alpha1.ServiceTarget{Name: "orders", Address: "203.0.113.7", AddressType: eurekubev1alpha1.AddressNodePort}
