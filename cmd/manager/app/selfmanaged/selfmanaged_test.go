@@ -94,6 +94,29 @@ func TestSelfManaged_RestoresACABundleSomeoneReset(t *testing.T) {
 	})
 }
 
+// A Secret issued before the configuration owned it (an older version)
+// is adopted as it is: the owner added, nothing issued anew.
+func TestSelfManaged_AdoptsASecretWithoutAnOwnerKeepingItsCertificates(t *testing.T) {
+	e := newEnv(t)
+	e.start(app.CertificateLifetimes{})
+	issued := e.waitForCertificates()
+	orphaned := issued.DeepCopy()
+	orphaned.OwnerReferences = nil
+	if err := cp.Client.Update(e.ctx, orphaned); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, deadline, "the leader makes the webhook configuration the Secret's owner again", func() error {
+		s := e.secret()
+		if s == nil || len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != issued.OwnerReferences[0].UID {
+			return errors.New("not owned yet")
+		}
+		if !bytes.Equal(s.Data[certs.CAFile], issued.Data[certs.CAFile]) || !bytes.Equal(s.Data[certs.CertFile], issued.Data[certs.CertFile]) {
+			t.Fatal("adopting the Secret issued new certificates")
+		}
+		return nil
+	})
+}
+
 // Uninstalling deletes the webhook configuration while the leader still
 // runs; the garbage collector then deletes the Secret it owns (not run
 // here: the test deletes it). The leader must not issue a Secret nobody
