@@ -107,17 +107,8 @@ func serviceInstances(s *v1alpha1.EurekaSyncer, res serviceResolution, clusterID
 // or appProtocol says so (as a container port's name does in Pod mode),
 // else HTTP.
 func serviceProtocol(s *v1alpha1.EurekaSyncer, port corev1.ServicePort) string {
-	p := s.Spec.Protocol
-	if p == "" {
-		p = v1alpha1.ProtocolHTTP
-		if v1alpha1.NonHTTPPortName(port.Name) || (port.AppProtocol != nil && v1alpha1.NonHTTPPortName(*port.AppProtocol)) {
-			p = v1alpha1.ProtocolTCP
-		}
-	}
-	if p == v1alpha1.ProtocolTCP {
-		return sidecar.ProtocolTCP
-	}
-	return sidecar.ProtocolHTTP
+	nonHTTP := v1alpha1.NonHTTPPortName(port.Name) || (port.AppProtocol != nil && v1alpha1.NonHTTPPortName(*port.AppProtocol))
+	return sidecar.ProtocolFor(v1alpha1.EffectiveProtocol(nonHTTP, s.Spec.Protocol) == v1alpha1.ProtocolTCP)
 }
 
 // leaseOf is spec.lease with Eureka's defaults for what is unset.
@@ -143,7 +134,7 @@ func sameRegistration(have, want *eureka.Instance) bool {
 	}
 	return have.HostName == want.HostName && have.IPAddr == want.IPAddr && have.Port == want.Port && have.PortEnabled == want.PortEnabled &&
 		strings.EqualFold(have.VIPAddress, want.VIPAddress) && strings.EqualFold(have.SecureVIPAddress, want.SecureVIPAddress) &&
-		status == want.Status && have.HomePageURL == want.HomePageURL && have.HealthCheckURL == want.HealthCheckURL &&
+		status == want.Status && have.HomePageURL == want.HomePageURL && have.StatusPageURL == want.StatusPageURL && have.HealthCheckURL == want.HealthCheckURL &&
 		(have.RenewalInterval == 0 || have.RenewalInterval == want.RenewalInterval) && (have.Duration == 0 || have.Duration == want.Duration) &&
 		maps.Equal(have.Metadata, want.Metadata)
 }

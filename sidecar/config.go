@@ -23,6 +23,14 @@ const (
 	ProtocolTCP  = "tcp"
 )
 
+// ProtocolFor is ProtocolTCP when tcp, else ProtocolHTTP.
+func ProtocolFor(tcp bool) string {
+	if tcp {
+		return ProtocolTCP
+	}
+	return ProtocolHTTP
+}
+
 // DefaultManagementBasePath is where Spring Boot's actuator answers unless
 // configured otherwise (management.endpoints.web.base-path).
 const DefaultManagementBasePath = "/actuator"

@@ -458,22 +458,13 @@ func countOr(n int32, def int) int {
 // before '-', as Istio names ports) or the app container's readinessProbe
 // is a gRPC one, else HTTP.
 func protocol(pod *corev1.Pod, app int, port int32, cfg Config) string {
-	p := cmp.Or(cfg.Overrides.Protocol, cfg.Syncer.Spec.Protocol)
-	if p == "" {
-		p = v1alpha1.ProtocolHTTP
-		if probe := pod.Spec.Containers[app].ReadinessProbe; probe != nil && probe.GRPC != nil {
-			p = v1alpha1.ProtocolTCP
-		}
-		for _, cp := range pod.Spec.Containers[app].Ports {
-			if cp.ContainerPort == port && v1alpha1.NonHTTPPortName(cp.Name) {
-				p = v1alpha1.ProtocolTCP
-			}
-		}
+	c := pod.Spec.Containers[app]
+	nonHTTP := c.ReadinessProbe != nil && c.ReadinessProbe.GRPC != nil
+	for _, cp := range c.Ports {
+		nonHTTP = nonHTTP || (cp.ContainerPort == port && v1alpha1.NonHTTPPortName(cp.Name))
 	}
-	if p == v1alpha1.ProtocolTCP {
-		return sidecar.ProtocolTCP
-	}
-	return sidecar.ProtocolHTTP
+	p := v1alpha1.EffectiveProtocol(nonHTTP, cfg.Overrides.Protocol, cfg.Syncer.Spec.Protocol)
+	return sidecar.ProtocolFor(p == v1alpha1.ProtocolTCP)
 }
 
 // resolveManagement says where the app's actuator answers: the pod's

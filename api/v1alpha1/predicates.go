@@ -81,3 +81,17 @@ func NonHTTPPortName(name string) bool {
 	prefix, _, _ := strings.Cut(name, "-")
 	return prefix == "grpc" || prefix == "tcp" || prefix == "tls"
 }
+
+// EffectiveProtocol is what an instance's port speaks: the first protocol
+// set in chosen (a pod's annotation, then the syncer's spec.protocol), else
+// TCP when nonHTTP (a port name or appProtocol NonHTTPPortName accepts, a
+// gRPC readiness probe), else HTTP.
+func EffectiveProtocol(nonHTTP bool, chosen ...Protocol) Protocol {
+	if p := cmp.Or(chosen...); p != "" {
+		return p
+	}
+	if nonHTTP {
+		return ProtocolTCP
+	}
+	return ProtocolHTTP
+}

@@ -64,7 +64,9 @@ const (
 
 	// EurekaAccessClusterRole lets the manager get the Secrets and
 	// ConfigMaps that syncers' spec.eureka names (ReadObjects); a namespace
-	// whose syncers name any binds it to the manager's ServiceAccount.
+	// whose syncers name any binds it to the manager's ServiceAccount. Its
+	// name in manifests/rbac, and the Helm chart's for a release named
+	// eurekube (<fullname>-eureka-credentials otherwise).
 	EurekaAccessClusterRole = "eurekube-eureka-credentials"
 )
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,10 @@ type ControlPlaneOptions struct {
 	// CRDPaths are more CRD files or directories to install beside
 	// manifests/crd/bases, such as cert-manager's.
 	CRDPaths []string
+	// AdmissionPlugins are kube-apiserver admission plugins to enable
+	// beyond its defaults, such as OwnerReferencesPermissionEnforcement
+	// (on in OpenShift).
+	AdmissionPlugins []string
 }
 
 // LocalWebhook is a webhook server on this machine, reached over TLS.
@@ -103,6 +108,9 @@ func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlP
 		// beside another) kube-apiserver took longer than that five times
 		// over. One patient attempt starts it.
 		ControlPlaneStartTimeout: controlPlaneStartTimeout,
+	}
+	if len(opts.AdmissionPlugins) > 0 {
+		env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", strings.Join(opts.AdmissionPlugins, ","))
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -67,6 +67,8 @@ type Issuer struct {
 	patched     *admissionregistrationv1.MutatingWebhookConfiguration
 	// waiting: the last sync found no webhook configuration (logged once).
 	waiting bool
+	// adoptRefused: the API server refused to add the owner (logged once).
+	adoptRefused bool
 }
 
 // NewIssuer returns an Issuer for the manager to run.
@@ -188,15 +190,16 @@ func (i *Issuer) sync(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	owner := ownerReference(mwc)
-	adopted := secret != nil && !ownedBy(secret, owner)
-	if len(res.changes) > 0 || adopted {
+	if len(res.changes) > 0 {
 		if secret, err = i.store(ctx, secret, res.next, owner); err != nil {
 			return time.Time{}, err
 		}
-		if adopted {
-			i.o.Logger.WithFields(logrus.Fields{"secret": i.o.SecretName, "webhookConfiguration": owner.Name}).Info("the webhook configuration now owns the certificate Secret: deleting it deletes the Secret")
-		}
 		i.report(secret, res.changes)
+	}
+	if !ownedBy(secret, owner) {
+		if err := i.adopt(ctx, secret, owner); err != nil {
+			return time.Time{}, err
+		}
 	}
 	if err := i.patchCABundle(ctx, mwc, certs.EncodeBundle(res.next.bundle...)); err != nil {
 		return time.Time{}, err
@@ -216,14 +219,40 @@ func ownerReference(mwc *admissionregistrationv1.MutatingWebhookConfiguration) *
 	}
 }
 
+// ownedBy is true when there is no Secret, or owner owns it.
 func ownedBy(secret *corev1.Secret, owner *metav1.OwnerReference) bool {
-	return slices.ContainsFunc(secret.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == owner.UID })
+	return secret == nil || slices.ContainsFunc(secret.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == owner.UID })
 }
 
-// store writes m into the Secret, owned by owner: created
-// when there is none, else updated at the resourceVersion it was read at,
-// so that a leader acting on a stale read (its predecessor wrote since)
-// fails and re-reads.
+// adopt makes owner the owner of a Secret created without it (by a version
+// before owners, or for a configuration since created again). Best effort:
+// where the OwnerReferencesPermissionEnforcement admission plugin runs
+// (OpenShift), changing an object's owners needs delete on it, which the
+// manager is not granted; then the Secret stays unowned, said once, and
+// certificates go on as before.
+func (i *Issuer) adopt(ctx context.Context, secret *corev1.Secret, owner *metav1.OwnerReference) error {
+	adopted := secret.DeepCopy()
+	adopted.OwnerReferences = append(adopted.OwnerReferences, *owner)
+	log := i.o.Logger.WithFields(logrus.Fields{"secret": i.o.SecretName, "webhookConfiguration": owner.Name})
+	_, err := i.o.Clientset.CoreV1().Secrets(i.o.Namespace).Update(ctx, adopted, metav1.UpdateOptions{})
+	switch {
+	case err == nil:
+		log.Info("the webhook configuration now owns the certificate Secret: deleting it deletes the Secret")
+	case apierrors.IsForbidden(err):
+		if !i.adoptRefused {
+			log.WithError(err).Warn("cannot make the webhook configuration own the certificate Secret; certificates go on, but delete the Secret yourself after uninstalling")
+			i.adoptRefused = true
+		}
+	default:
+		return fmt.Errorf("make the webhook configuration own Secret %s/%s: %w", i.o.Namespace, i.o.SecretName, err)
+	}
+	return nil
+}
+
+// store writes m into the Secret: created, owned by owner, when there is
+// none, else updated at the resourceVersion it was read at (its owners
+// untouched), so that a leader acting on a stale read (its predecessor
+// wrote since) fails and re-reads.
 func (i *Issuer) store(ctx context.Context, secret *corev1.Secret, m material, owner *metav1.OwnerReference) (*corev1.Secret, error) {
 	data, err := m.secretData()
 	if err != nil {
@@ -245,9 +274,6 @@ func (i *Issuer) store(ctx context.Context, secret *corev1.Secret, m material, o
 	}
 	secret = secret.DeepCopy()
 	secret.Data = data
-	if !ownedBy(secret, owner) {
-		secret.OwnerReferences = append(secret.OwnerReferences, *owner)
-	}
 	updated, err := secrets.Update(ctx, secret, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("update Secret %s/%s at resourceVersion %s: %w", i.o.Namespace, i.o.SecretName, secret.ResourceVersion, err)

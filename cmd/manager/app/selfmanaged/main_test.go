@@ -11,7 +11,9 @@ import (
 )
 
 // cp is the API server the manager tests share; nil in -short mode, where
-// only the tests that need nothing but Go run.
+// only the tests that need nothing but Go run. It enforces owner
+// references' permissions, as OpenShift does: the leader sets the
+// certificate Secret's owner.
 var cp *harness.ControlPlane
 
 func TestMain(m *testing.M) {
@@ -20,7 +22,9 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	var err error
-	if cp, err = harness.StartControlPlane(context.Background(), harness.ControlPlaneOptions{}); err != nil {
+	if cp, err = harness.StartControlPlane(context.Background(), harness.ControlPlaneOptions{
+		AdmissionPlugins: []string{"OwnerReferencesPermissionEnforcement"},
+	}); err != nil {
 		fmt.Fprintf(os.Stderr, "selfmanaged tests: %v\n", err)
 		os.Exit(1)
 	}

@@ -64,9 +64,14 @@ func TestManifests_SelfManagedOverlayRunsTheManagerWithItsOwnRBAC(t *testing.T) 
 	}
 	e := &env{t: t, namespace: dep.Namespace, webhook: app.DefaultWebhookConfiguration, ctx: ctx}
 	r := e.startWith(user.Config(), app.CertificateLifetimes{}, args)
-	e.waitForCertificates()
+	secret := e.waitForCertificates()
 	if _, err := e.handshake(r); err != nil {
 		t.Fatalf("a client trusting the caBundle: %v", err)
+	}
+	// Created with its owner, which OwnerReferencesPermissionEnforcement
+	// allows without delete on the Secret or the configuration's finalizers.
+	if owners := secret.OwnerReferences; len(owners) != 1 || owners[0].Name != app.DefaultWebhookConfiguration {
+		t.Errorf("the Secret's owners are %+v, want the webhook configuration %s", owners, app.DefaultWebhookConfiguration)
 	}
 }
 

@@ -100,6 +100,9 @@ func TestSelfManaged_AdoptsASecretWithoutAnOwnerKeepingItsCertificates(t *testin
 	e := newEnv(t)
 	e.start(app.CertificateLifetimes{})
 	issued := e.waitForCertificates()
+	if len(issued.OwnerReferences) != 1 {
+		t.Fatalf("the Secret's owners are %+v, want the webhook configuration", issued.OwnerReferences)
+	}
 	orphaned := issued.DeepCopy()
 	orphaned.OwnerReferences = nil
 	if err := cp.Client.Update(e.ctx, orphaned); err != nil {

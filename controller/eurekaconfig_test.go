@@ -1,0 +1,83 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/certs"
+)
+
+// recordingReader serves Secrets and ConfigMaps by name and records each
+// Get as "<Kind>/<name>".
+type recordingReader struct {
+	secrets    map[string]map[string][]byte
+	configMaps map[string]map[string]string
+	got        []string
+}
+
+func (r *recordingReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		r.got = append(r.got, "Secret/"+key.Name)
+		o.Data = r.secrets[key.Name]
+	case *corev1.ConfigMap:
+		r.got = append(r.got, "ConfigMap/"+key.Name)
+		o.Data = r.configMaps[key.Name]
+	default:
+		return fmt.Errorf("unexpected Get of %T", obj)
+	}
+	return nil
+}
+
+func (r *recordingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return fmt.Errorf("unexpected List")
+}
+
+// What the manager reads for a syncer is what ReadObjects lists, which
+// `eurekube check` asks the API server whether the manager may read.
+func TestReadEurekaAccess_ReadsWhatReadObjectsLists(t *testing.T) {
+	ca, err := certs.NewCA("eureka CA", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCert, err := ca.Issue(certs.ServingOptions{DNSNames: []string{"registrar"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := &recordingReader{
+		secrets: map[string]map[string][]byte{
+			"creds":  {"username": []byte("u"), "password": []byte("p")},
+			"client": {corev1.TLSCertKey: clientCert.CertPEM, corev1.TLSPrivateKeyKey: clientCert.KeyPEM},
+			"ca":     {"bundle.pem": ca.PEM},
+		},
+		configMaps: map[string]map[string]string{"ca": {v1alpha1.DefaultCABundleKey: string(ca.PEM)}},
+	}
+	for _, kind := range []v1alpha1.CABundleKind{v1alpha1.CABundleConfigMap, v1alpha1.CABundleSecret} {
+		bundle := &v1alpha1.CABundleRef{Kind: kind, Name: "ca"}
+		if kind == v1alpha1.CABundleSecret {
+			bundle.Key = "bundle.pem"
+		}
+		s := &v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"}, Spec: v1alpha1.EurekaSyncerSpec{Eureka: v1alpha1.EurekaServers{
+			CredentialsSecretRef: &corev1.LocalObjectReference{Name: "creds"},
+			TLS:                  &v1alpha1.EurekaTLS{CABundleRef: bundle, ClientCertificateSecretRef: &corev1.LocalObjectReference{Name: "client"}},
+		}}}
+		reader.got = nil
+		if _, err := readEurekaAccess(context.Background(), reader, s); err != nil {
+			t.Fatalf("CA bundle in a %s: %v", kind, err)
+		}
+		var want []string
+		for _, o := range s.Spec.Eureka.ReadObjects() {
+			want = append(want, o.Kind+"/"+o.Name)
+		}
+		if !slices.Equal(reader.got, want) {
+			t.Errorf("CA bundle in a %s: the manager read %v, ReadObjects lists %v", kind, reader.got, want)
+		}
+	}
+}
