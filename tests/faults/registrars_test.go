@@ -26,11 +26,13 @@ type fleet struct {
 	registrars []sidecar.Config
 }
 
+// listenPort is the port every registrar serves /metrics on (TestMain).
+var listenPort int
+
 // registrarSettings are what the webhook gives pod i of appName, with the
 // downward API resolved as the kubelet would and the given renewal
 // interval. Each registrar serves /metrics on a loopback IP of its own, as
-// each pod has its own IP: a port picked free and released could be taken
-// by one of the fleet's own connections before the registrar binds it.
+// each pod has its own IP, at listenPort.
 func registrarSettings(appName string, i int, a *harness.App, renewal time.Duration, urls ...string) sidecar.Config {
 	pod := fmt.Sprintf("%s-%03d", strings.ToLower(appName), i)
 	s := sidecar.Defaults(appName, a.Port)
@@ -42,7 +44,7 @@ func registrarSettings(appName string, i int, a *harness.App, renewal time.Durat
 		Period: 500 * time.Millisecond, Timeout: 500 * time.Millisecond, FailureThreshold: 1, SuccessThreshold: 1}
 	s.RenewalInterval, s.LeaseDuration = renewal, 3*renewal
 	s.RequestTimeout = time.Second
-	s.ListenAddr = fmt.Sprintf("127.0.%d.%d:%d", 10+i/250, 1+i%250, sidecar.DefaultListenPort)
+	s.ListenAddr = fmt.Sprintf("127.0.%d.%d:%d", 10+i/250, 1+i%250, listenPort)
 	return s
 }
 
