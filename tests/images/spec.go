@@ -41,7 +41,7 @@ var (
 		Description: "Eurekube's sidecar: registers its pod in Netflix Eureka and cancels it when the pod terminates"}
 	// Manager is also the eurekube command line, as /eurekube: the Helm
 	// chart's pre-delete hook runs `/eurekube uninstall` from this image.
-	Manager = Spec{Name: "manager", Package: "./cmd/manager", Ports: []int{9443, 8080, 8081}, Links: []string{"eurekube"},
+	Manager = Spec{Name: "manager", Package: "./cmd/manager", Ports: []int{9443, 8443, 8081}, Links: []string{"eurekube"},
 		Description: "Eurekube's manager: the admission webhook and the EurekaSyncer reconciler (and, as /eurekube, its command line)"}
 	// TestApp answers HTTP on LISTEN_ADDR; the image sets it to :8080.
 	TestApp = Spec{Name: "testapp", Package: "./tests/testapp", Ports: []int{8080},
