@@ -347,8 +347,8 @@ type credentialsAccess struct {
 
 // evaluateCredentials: the manager's ServiceAccount can get each Secret
 // and ConfigMap the syncers' spec.eureka names (credentials, CA bundle,
-// client certificate).
-func evaluateCredentials(access []credentialsAccess, saNamespace, saName string) []Finding {
+// client certificate); grant is how a namespace lets it.
+func evaluateCredentials(access []credentialsAccess, grant v1alpha1.ReadGrant) []Finding {
 	if len(access) == 0 {
 		return []Finding{{Verdict: Pass, Check: checkCredentials, Detail: "no EurekaSyncer names a Secret or ConfigMap for Eureka"}}
 	}
@@ -357,7 +357,7 @@ func evaluateCredentials(access []credentialsAccess, saNamespace, saName string)
 		ns := a.syncer.Namespace
 		what := fmt.Sprintf("%s %s/%s (%s)", a.object.Kind, ns, a.object.Name, a.object.Field)
 		f := Finding{Check: checkCredentials}
-		who := fmt.Sprintf("ServiceAccount %s/%s", saNamespace, saName)
+		who := fmt.Sprintf("ServiceAccount %s/%s", grant.ServiceAccountNamespace, grant.ServiceAccountName)
 		switch {
 		case a.err != nil:
 			f.Verdict, f.Detail = Warn, fmt.Sprintf("%s/%s: could not ask whether %s can get %s: %v", ns, a.syncer.Name, who, what, a.err)
@@ -365,7 +365,7 @@ func evaluateCredentials(access []credentialsAccess, saNamespace, saName string)
 			f.Verdict, f.Detail = Pass, fmt.Sprintf("%s/%s: %s can get %s", ns, a.syncer.Name, who, what)
 		default:
 			f.Verdict, f.Detail = Fail, fmt.Sprintf("%s/%s: %s cannot get %s, so the manager cannot check its instances", ns, a.syncer.Name, who, what)
-			f.Fix = fmt.Sprintf("kubectl -n %s create rolebinding %[2]s --clusterrole=%[2]s --serviceaccount=%s:%s", ns, v1alpha1.EurekaAccessClusterRole, saNamespace, saName)
+			f.Fix = grant.Command(ns)
 		}
 		out = append(out, f)
 	}

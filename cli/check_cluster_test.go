@@ -31,6 +31,10 @@ const (
 	checkNamespace = "check-shop"
 	managerNS      = "eurekube-system"
 	registrarV1    = "eurekube/registrar:v1"
+	// credentialsRole is the credentials ClusterRole as the Helm chart
+	// names it for a release named acme (<fullname>-eureka-credentials);
+	// the chart passes it to the manager's --credentials-cluster-role.
+	credentialsRole = "acme-eurekube-eureka-credentials"
 )
 
 // healthyInstall is an installation check passes on: the manager's
@@ -56,7 +60,8 @@ func installHealthy(ctx context.Context, t *testing.T, cp *harness.ControlPlane)
 	createNamespace(ctx, t, cp, managerNS, false)
 	createNamespace(ctx, t, cp, checkNamespace, true)
 
-	managerArgs := []string{"--leader-elect", "--registrar-image=" + registrarV1, "--eureka-url=http://eureka:8761/eureka", "--cluster-id=check-cluster"}
+	managerArgs := []string{"--leader-elect", "--registrar-image=" + registrarV1, "--eureka-url=http://eureka:8761/eureka", "--cluster-id=check-cluster",
+		"--credentials-cluster-role=" + credentialsRole}
 	h.managerDeployment(ctx, t, managerArgs)
 
 	// The webhook server: the webhook's own handler, with the defaults the
@@ -78,7 +83,7 @@ func installHealthy(ctx context.Context, t *testing.T, cp *harness.ControlPlane)
 	if err := c.Create(ctx, h.secret); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := parseManagerArgs(managerArgs, managerNS)
+	cfg, _, err := parseManagerArgs(managerArgs, managerNS, "eurekube-manager")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,15 +110,15 @@ func installHealthy(ctx context.Context, t *testing.T, cp *harness.ControlPlane)
 		t.Fatal(err)
 	}
 	h.role = &rbacv1.ClusterRole{ // as manifests/rbac/role.yaml has it
-		ObjectMeta: metav1.ObjectMeta{Name: v1alpha1.EurekaAccessClusterRole},
+		ObjectMeta: metav1.ObjectMeta{Name: credentialsRole},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"get"}}},
 	}
 	if err := c.Create(ctx, h.role.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
 	h.binding = &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: checkNamespace, Name: v1alpha1.EurekaAccessClusterRole},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: v1alpha1.EurekaAccessClusterRole},
+		ObjectMeta: metav1.ObjectMeta{Namespace: checkNamespace, Name: credentialsRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: credentialsRole},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: managerNS, Name: "eurekube-manager"}},
 	}
 	h.grant(ctx, t)
@@ -255,7 +260,7 @@ func TestCheck_AHealthyInstallationPassesAndEachFaultIsNamed(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.check(t, ExitFailure, "FAIL", checkCredentials, "cannot get Secret "+checkNamespace+"/eureka-creds",
-			"fix: kubectl -n "+checkNamespace+" create rolebinding eurekube-eureka-credentials --clusterrole=eurekube-eureka-credentials --serviceaccount=eurekube-system:eurekube-manager")
+			"fix: kubectl -n "+checkNamespace+" create rolebinding "+credentialsRole+" --clusterrole="+credentialsRole+" --serviceaccount=eurekube-system:eurekube-manager")
 		h.grant(ctx, t)
 	})
 

@@ -148,8 +148,8 @@ func gatherFindings(ctx context.Context, c client.Client, f checkFlags, now time
 	if m == nil {
 		out = append(out, Finding{Verdict: Warn, Check: checkCredentials, Detail: "not checked: the manager's Deployment (its ServiceAccount) was not read"})
 	} else {
-		sa := cmpOr(m.deployment.Spec.Template.Spec.ServiceAccountName, "default")
-		out = append(out, evaluateCredentials(reviewCredentials(ctx, c, syncers.Items, f.manager.namespace, sa), f.manager.namespace, sa)...)
+		grant := m.cfg.Grant()
+		out = append(out, evaluateCredentials(reviewCredentials(ctx, c, syncers.Items, grant), grant)...)
 	}
 
 	uninjected, outdated, err := podFindings(ctx, c, syncers.Items, m)
@@ -283,7 +283,8 @@ func trialPod(s *v1alpha1.EurekaSyncer) *corev1.Pod {
 // reviewCredentials asks the API server whether the manager's
 // ServiceAccount may get each Secret and ConfigMap the syncers'
 // spec.eureka names.
-func reviewCredentials(ctx context.Context, c client.Client, syncers []v1alpha1.EurekaSyncer, saNamespace, saName string) []credentialsAccess {
+func reviewCredentials(ctx context.Context, c client.Client, syncers []v1alpha1.EurekaSyncer, grant v1alpha1.ReadGrant) []credentialsAccess {
+	saNamespace, saName := grant.ServiceAccountNamespace, grant.ServiceAccountName
 	var out []credentialsAccess
 	for i := range syncers {
 		s := &syncers[i]

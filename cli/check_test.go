@@ -142,11 +142,17 @@ func TestCheckCredentials_FailureNamesTheObjectAndTheRoleBindingToCreate(t *test
 	if len(objs) != 2 {
 		t.Fatalf("ReadObjects() = %+v, want the credentials Secret and the CA bundle's ConfigMap", objs)
 	}
-	got := evaluateCredentials([]credentialsAccess{{syncer: &s, object: objs[0], allowed: true}, {syncer: &s, object: objs[1]}}, "eurekube-system", "eurekube-manager")
+	grant := v1alpha1.ReadGrant{ClusterRole: v1alpha1.EurekaAccessClusterRole, ServiceAccountNamespace: "eurekube-system", ServiceAccountName: "eurekube-manager"}
+	got := evaluateCredentials([]credentialsAccess{{syncer: &s, object: objs[0], allowed: true}, {syncer: &s, object: objs[1]}}, grant)
 	expect(t, got[0], Pass, "ServiceAccount eurekube-system/eurekube-manager can get Secret shop/eureka-creds (spec.eureka.credentialsSecretRef)")
 	expect(t, got[1], Fail, "cannot get ConfigMap shop/eureka-ca (spec.eureka.tls.caBundleRef)",
 		"kubectl -n shop create rolebinding eurekube-eureka-credentials --clusterrole=eurekube-eureka-credentials --serviceaccount=eurekube-system:eurekube-manager")
-	expect(t, evaluateCredentials(nil, "eurekube-system", "eurekube-manager")[0], Pass, "no EurekaSyncer names a Secret or ConfigMap for Eureka")
+	expect(t, evaluateCredentials(nil, grant)[0], Pass, "no EurekaSyncer names a Secret or ConfigMap for Eureka")
+
+	// A Helm release named acme: its ClusterRole and ServiceAccount.
+	acme := v1alpha1.ReadGrant{ClusterRole: "acme-eurekube-eureka-credentials", ServiceAccountNamespace: "platform", ServiceAccountName: "acme-eurekube-manager"}
+	expect(t, evaluateCredentials([]credentialsAccess{{syncer: &s, object: objs[0]}}, acme)[0], Fail, "ServiceAccount platform/acme-eurekube-manager cannot get Secret shop/eureka-creds",
+		"kubectl -n shop create rolebinding acme-eurekube-eureka-credentials --clusterrole=acme-eurekube-eureka-credentials --serviceaccount=platform:acme-eurekube-manager")
 }
 
 func TestCheckInjected_NamesUpToFivePods(t *testing.T) {

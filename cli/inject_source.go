@@ -169,7 +169,7 @@ func readManager(ctx context.Context, c client.Reader, namespace, name string) (
 		}
 	}
 	m := &managerDeployment{deployment: &d, args: append(slices.Clone(container.Command[min(1, len(container.Command)):]), container.Args...)}
-	cfg, ignored, err := parseManagerArgs(m.args, namespace)
+	cfg, ignored, err := parseManagerArgs(m.args, namespace, cmpOr(d.Spec.Template.Spec.ServiceAccountName, "default"))
 	if err != nil {
 		return nil, fmt.Errorf("the manager's Deployment %s/%s: %w", namespace, name, err)
 	}
@@ -178,9 +178,10 @@ func readManager(ctx context.Context, c client.Reader, namespace, name string) (
 }
 
 // parseManagerArgs parses the manager's arguments with app.ParseFlags, as
-// the manager does, in the manager's namespace. Flags it does not know
-// (a manager newer than this CLI) are dropped and returned.
-func parseManagerArgs(args []string, namespace string) (app.Config, []string, error) {
+// the manager does, in the manager's namespace and as its ServiceAccount.
+// Flags it does not know (a manager newer than this CLI) are dropped and
+// returned.
+func parseManagerArgs(args []string, namespace, serviceAccount string) (app.Config, []string, error) {
 	var ignored []string
 	for {
 		cfg, err := app.ParseFlags(args, io.Discard)
@@ -193,9 +194,9 @@ func parseManagerArgs(args []string, namespace string) (app.Config, []string, er
 			args = slices.DeleteFunc(args, func(a string) bool { return a == "--"+name || strings.HasPrefix(a, "--"+name+"=") })
 			continue
 		}
-		// POD_NAMESPACE is the Deployment's namespace in the cluster, not
-		// this process's environment.
-		cfg.Namespace = namespace
+		// POD_NAMESPACE and POD_SERVICE_ACCOUNT are the Deployment's in the
+		// cluster, not this process's environment.
+		cfg.Namespace, cfg.ServiceAccount = namespace, serviceAccount
 		return cfg, ignored, cfg.Validate()
 	}
 }

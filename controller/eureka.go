@@ -21,6 +21,7 @@ import (
 // old ones do not pile up.
 type clients struct {
 	reader   client.Reader // uncached: Secrets are never cached
+	grant    v1alpha1.ReadGrant
 	defaults []string
 	timeout  time.Duration
 	// maxAge: the registry is read at most this often per server set.
@@ -44,7 +45,7 @@ func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eur
 	if len(urls) == 0 {
 		urls = c.defaults
 	}
-	access, err := readEurekaAccess(ctx, c.reader, s)
+	access, err := readEurekaAccess(ctx, c.reader, c.grant, s)
 	if err != nil {
 		return nil, err
 	}

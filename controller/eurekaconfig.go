@@ -44,10 +44,11 @@ func (a *eurekaAccess) digest(urls []string) [32]byte {
 // readEurekaAccess reads what s names, uncached: the manager neither watches
 // nor keeps Secrets and ConfigMaps. Each error names the object, the key and
 // what is wrong with it, for the EurekaConfigInvalid condition.
-func readEurekaAccess(ctx context.Context, reader client.Reader, s *v1alpha1.EurekaSyncer) (eurekaAccess, error) {
+// A forbidden read's error says how to grant it (grant).
+func readEurekaAccess(ctx context.Context, reader client.Reader, grant v1alpha1.ReadGrant, s *v1alpha1.EurekaSyncer) (eurekaAccess, error) {
 	var a eurekaAccess
 	if ref := s.Spec.Eureka.CredentialsSecretRef; ref != nil {
-		secret, err := readSecret(ctx, reader, s.Namespace, ref.Name, "Eureka credentials")
+		secret, err := readSecret(ctx, reader, grant, s.Namespace, ref.Name, "Eureka credentials")
 		if err != nil {
 			return a, err
 		}
@@ -62,7 +63,7 @@ func readEurekaAccess(ctx context.Context, reader client.Reader, s *v1alpha1.Eur
 		var data []byte
 		var found bool
 		if kind == v1alpha1.CABundleSecret {
-			secret, err := readSecret(ctx, reader, s.Namespace, ref.Name, "the Eureka CA bundle")
+			secret, err := readSecret(ctx, reader, grant, s.Namespace, ref.Name, "the Eureka CA bundle")
 			if err != nil {
 				return a, err
 			}
@@ -70,7 +71,7 @@ func readEurekaAccess(ctx context.Context, reader client.Reader, s *v1alpha1.Eur
 		} else {
 			var cm corev1.ConfigMap
 			if err := reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}, &cm); err != nil {
-				return a, grantHint(fmt.Errorf("read the Eureka CA bundle from ConfigMap %s: %w", ref.Name, err), s.Namespace)
+				return a, grantHint(fmt.Errorf("read the Eureka CA bundle from ConfigMap %s: %w", ref.Name, err), grant, s.Namespace)
 			}
 			var text string
 			if text, found = cm.Data[key]; found {
@@ -89,7 +90,7 @@ func readEurekaAccess(ctx context.Context, reader client.Reader, s *v1alpha1.Eur
 		a.caPEM, a.roots = data, pool
 	}
 	if ref := t.ClientCertificateSecretRef; ref != nil {
-		secret, err := readSecret(ctx, reader, s.Namespace, ref.Name, "the Eureka client certificate")
+		secret, err := readSecret(ctx, reader, grant, s.Namespace, ref.Name, "the Eureka client certificate")
 		if err != nil {
 			return a, err
 		}
@@ -103,20 +104,19 @@ func readEurekaAccess(ctx context.Context, reader client.Reader, s *v1alpha1.Eur
 	return a, nil
 }
 
-func readSecret(ctx context.Context, reader client.Reader, namespace, name, what string) (*corev1.Secret, error) {
+func readSecret(ctx context.Context, reader client.Reader, grant v1alpha1.ReadGrant, namespace, name, what string) (*corev1.Secret, error) {
 	var secret corev1.Secret
 	if err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &secret); err != nil {
-		return nil, grantHint(fmt.Errorf("read %s from Secret %s: %w", what, name, err), namespace)
+		return nil, grantHint(fmt.Errorf("read %s from Secret %s: %w", what, name, err), grant, namespace)
 	}
 	return &secret, nil
 }
 
 // grantHint adds to a forbidden read how to grant it: the manager may read
 // Secrets and ConfigMaps only where a namespace grants it.
-func grantHint(err error, namespace string) error {
+func grantHint(err error, grant v1alpha1.ReadGrant, namespace string) error {
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%w (grant the manager access in this namespace: kubectl -n %s create rolebinding %[3]s --clusterrole=%[3]s --serviceaccount=<manager namespace>:eurekube-manager)",
-			err, namespace, v1alpha1.EurekaAccessClusterRole)
+		return fmt.Errorf("%w (grant the manager access in this namespace: %s)", err, grant.Command(namespace))
 	}
 	return err
 }

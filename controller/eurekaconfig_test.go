@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -69,7 +72,7 @@ func TestReadEurekaAccess_ReadsWhatReadObjectsLists(t *testing.T) {
 			TLS:                  &v1alpha1.EurekaTLS{CABundleRef: bundle, ClientCertificateSecretRef: &corev1.LocalObjectReference{Name: "client"}},
 		}}}
 		reader.got = nil
-		if _, err := readEurekaAccess(context.Background(), reader, s); err != nil {
+		if _, err := readEurekaAccess(context.Background(), reader, v1alpha1.ReadGrant{}, s); err != nil {
 			t.Fatalf("CA bundle in a %s: %v", kind, err)
 		}
 		var want []string
@@ -79,5 +82,26 @@ func TestReadEurekaAccess_ReadsWhatReadObjectsLists(t *testing.T) {
 		if !slices.Equal(reader.got, want) {
 			t.Errorf("CA bundle in a %s: the manager read %v, ReadObjects lists %v", kind, reader.got, want)
 		}
+	}
+}
+
+// forbiddenReader answers every Get as the API server does where no
+// namespace granted the manager.
+type forbiddenReader struct{ recordingReader }
+
+func (*forbiddenReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, key.Name, fmt.Errorf("no RBAC policy matched"))
+}
+
+// A forbidden read says how to grant it, with this install's names.
+func TestReadEurekaAccess_AForbiddenReadNamesTheGrant(t *testing.T) {
+	s := &v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"}, Spec: v1alpha1.EurekaSyncerSpec{Eureka: v1alpha1.EurekaServers{
+		CredentialsSecretRef: &corev1.LocalObjectReference{Name: "creds"},
+	}}}
+	grant := v1alpha1.ReadGrant{ClusterRole: "acme-eureka-credentials", ServiceAccountNamespace: "platform", ServiceAccountName: "acme-manager"}
+	_, err := readEurekaAccess(context.Background(), &forbiddenReader{}, grant, s)
+	want := "kubectl -n shop create rolebinding acme-eureka-credentials --clusterrole=acme-eureka-credentials --serviceaccount=platform:acme-manager"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("forbidden read: %v, want the hint %q", err, want)
 	}
 }

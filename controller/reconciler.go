@@ -44,6 +44,9 @@ type Options struct {
 	// EurekaTimeout bounds one Eureka request (default: the eureka
 	// package's).
 	EurekaTimeout time.Duration
+	// Grant is how a namespace lets the manager read the Secrets and
+	// ConfigMaps its syncers name; a forbidden read's condition prints it.
+	Grant v1alpha1.ReadGrant
 	// Logger receives the reconciler's and its Eureka clients' logs
 	// (default: logrus' standard logger).
 	Logger logrus.FieldLogger
@@ -99,7 +102,7 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 		cancelled: &writeMemo{ttl: o.ResyncPeriod + time.Minute},
 		leases:    newLeaseKeeper(o.Logger),
 		clients: &clients{
-			reader: mgr.GetAPIReader(), defaults: o.DefaultEurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
+			reader: mgr.GetAPIReader(), grant: o.Grant, defaults: o.DefaultEurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
 			log: o.Logger, observer: requestObserver{}, byKey: map[[32]byte]*eureka.RegistryCache{},
 		},
 	}

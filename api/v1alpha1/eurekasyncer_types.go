@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"cmp"
+	"fmt"
 	"strings"
 	"time"
 
@@ -341,8 +343,7 @@ type ReadObject struct {
 }
 
 // ReadObjects are the Secrets and ConfigMaps spec.eureka names, which the
-// manager must be allowed to get in the syncer's namespace (the ClusterRole
-// EurekaAccessClusterRole, bound there).
+// manager must be allowed to get in the syncer's namespace (ReadGrant).
 func (e EurekaServers) ReadObjects() []ReadObject {
 	var out []ReadObject
 	secret := func(name, field string) {
@@ -365,6 +366,26 @@ func (e EurekaServers) ReadObjects() []ReadObject {
 		secret(ref.Name, "spec.eureka.tls.clientCertificateSecretRef")
 	}
 	return out
+}
+
+// ReadGrant is how a namespace lets the manager get the objects ReadObjects
+// lists there: a RoleBinding of the manager's credentials ClusterRole to its
+// ServiceAccount. The manager and `eurekube check` both print it.
+// +kubebuilder:object:generate=false
+type ReadGrant struct {
+	// ClusterRole is the manager's --credentials-cluster-role (default
+	// EurekaAccessClusterRole; the Helm chart's follows the release name).
+	ClusterRole string
+	// ServiceAccountNamespace and ServiceAccountName are the manager's;
+	// empty ones are printed as placeholders.
+	ServiceAccountNamespace, ServiceAccountName string
+}
+
+// Command is the kubectl command that grants the read in namespace.
+func (g ReadGrant) Command(namespace string) string {
+	role := cmp.Or(g.ClusterRole, EurekaAccessClusterRole)
+	return fmt.Sprintf("kubectl -n %s create rolebinding %[2]s --clusterrole=%[2]s --serviceaccount=%s:%s", namespace, role,
+		cmp.Or(g.ServiceAccountNamespace, "<manager namespace>"), cmp.Or(g.ServiceAccountName, "<manager service account>"))
 }
 
 // HealthCheckType is how the registrar probes the app.

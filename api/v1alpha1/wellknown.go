@@ -64,9 +64,10 @@ const (
 
 	// EurekaAccessClusterRole lets the manager get the Secrets and
 	// ConfigMaps that syncers' spec.eureka names (ReadObjects); a namespace
-	// whose syncers name any binds it to the manager's ServiceAccount. Its
-	// name in manifests/rbac, and the Helm chart's for a release named
-	// eurekube (<fullname>-eureka-credentials otherwise).
+	// whose syncers name any binds it to the manager's ServiceAccount
+	// (ReadGrant). Its name in manifests/rbac and the manager's default
+	// --credentials-cluster-role; the Helm chart names it
+	// <fullname>-eureka-credentials and passes that flag.
 	EurekaAccessClusterRole = "eurekube-eureka-credentials"
 )
 

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/cmd/manager/app"
 )
 
@@ -28,16 +29,18 @@ import (
 //   - The manager container's imagePullPolicy: a chart value, set
 //     explicitly; manifests/ leave Kubernetes' default, which is the same
 //     (IfNotPresent) for a tagged image.
-//   - In self-managed mode, the flags naming the webhook configuration, its
-//     Service and the certificate Secret: the chart passes them because
-//     those names follow the release name; manifests/self-managed leaves the
-//     manager's defaults, which are the same names for release eurekube.
+//   - The flag naming the credentials ClusterRole and, in self-managed
+//     mode, the flags naming the webhook configuration, its Service and the
+//     certificate Secret: the chart passes them because those names follow
+//     the release name; manifests/ leave the manager's defaults, which are
+//     the same names for release eurekube.
 var (
 	onlyInManifests = map[string]string{
 		"Namespace eurekube-system": "Helm installs into the release namespace and never owns it",
 	}
 	hookAnnotation = "helm.sh/hook"
 	defaultFlags   = []string{
+		"--credentials-cluster-role=" + v1alpha1.EurekaAccessClusterRole,
 		"--webhook-configuration=" + app.DefaultWebhookConfiguration,
 		"--webhook-service=" + app.DefaultWebhookService,
 		"--certificate-secret=" + app.DefaultCertificateSecret,

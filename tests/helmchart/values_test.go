@@ -1,6 +1,8 @@
 package helmchart
 
 import (
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/eurekube/eurekube/cmd/manager/app"
 )
 
 func TestValues_ManagerSettingsBecomeItsFlags(t *testing.T) {
@@ -150,6 +154,41 @@ func TestValues_CredentialsNamespacesLetTheManagerReadSecretsThereOnly(t *testin
 	objs.typed(t, "ClusterRole", "eurekube-eureka-credentials", &cr)
 	if !allows(cr.Rules, "", "secrets", "get", "orders-eureka") || allows(cr.Rules, "", "secrets", "list", "") {
 		t.Errorf("ClusterRole eurekube-eureka-credentials = %+v, want get on secrets only", cr.Rules)
+	}
+}
+
+// Whatever the release is named, the grant the manager and eurekube check
+// print (from the manager's flags and ServiceAccount) is the RoleBinding
+// credentialsNamespaces creates.
+func TestValues_TheManagersGrantHintIsTheChartsRoleBinding(t *testing.T) {
+	objs := render(t, releaseNamespace, "fullnameOverride: acme\ncredentialsNamespaces: [shop]\n")
+	var d appsv1.Deployment
+	objs.typed(t, "Deployment", "acme-manager", &d)
+	// What the downward API gives the manager.
+	t.Setenv("POD_NAMESPACE", releaseNamespace)
+	t.Setenv("POD_SERVICE_ACCOUNT", d.Spec.Template.Spec.ServiceAccountName)
+	cfg, err := app.ParseFlags(d.Spec.Template.Spec.Containers[0].Args, io.Discard)
+	if err != nil {
+		t.Fatalf("the chart's manager flags: %v", err)
+	}
+	var b rbacv1.RoleBinding
+	objs.typed(t, "RoleBinding", "acme-eureka-credentials", &b)
+	if len(b.Subjects) != 1 {
+		t.Fatalf("RoleBinding acme-eureka-credentials subjects %v, want the manager's ServiceAccount", b.Subjects)
+	}
+	want := fmt.Sprintf("kubectl -n shop create rolebinding %[1]s --clusterrole=%[1]s --serviceaccount=%s:%s", b.RoleRef.Name, b.Subjects[0].Namespace, b.Subjects[0].Name)
+	if got := cfg.Grant().Command("shop"); got != want {
+		t.Errorf("the manager's grant hint is\n  %s\nthe chart's RoleBinding is\n  %s", got, want)
+	}
+	objs.get(t, "ClusterRole", b.RoleRef.Name)
+	var env []string
+	for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			env = append(env, e.Name+"="+e.ValueFrom.FieldRef.FieldPath)
+		}
+	}
+	if !slices.Contains(env, "POD_SERVICE_ACCOUNT=spec.serviceAccountName") {
+		t.Errorf("manager env from the downward API %v lacks POD_SERVICE_ACCOUNT=spec.serviceAccountName", env)
 	}
 }
 

@@ -11,9 +11,11 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 
+	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
 )
 
@@ -74,6 +76,12 @@ type Config struct {
 	// Namespace is the manager's own namespace (POD_NAMESPACE): where the
 	// leader election Lease lives, and never mutated.
 	Namespace string
+	// ServiceAccount is the manager's ServiceAccount (POD_SERVICE_ACCOUNT),
+	// named in how to grant it a namespace's Eureka credentials.
+	ServiceAccount string
+	// CredentialsClusterRole is the ClusterRole a namespace binds to let
+	// the manager read the Secrets and ConfigMaps its syncers name.
+	CredentialsClusterRole string
 	// ResyncPeriod is how often every syncer is reconciled even when
 	// nothing in Kubernetes changed, because Eureka cannot be watched.
 	ResyncPeriod time.Duration
@@ -109,10 +117,10 @@ const (
 )
 
 // ParseFlags reads the manager's command line (without the program name)
-// and the POD_NAMESPACE environment variable. It returns pflag.ErrHelp
-// after printing the usage for --help.
+// and the POD_NAMESPACE and POD_SERVICE_ACCOUNT environment variables. It
+// returns pflag.ErrHelp after printing the usage for --help.
 func ParseFlags(args []string, usage io.Writer) (Config, error) {
-	cfg := Config{Namespace: os.Getenv("POD_NAMESPACE")}
+	cfg := Config{Namespace: os.Getenv("POD_NAMESPACE"), ServiceAccount: os.Getenv("POD_SERVICE_ACCOUNT")}
 	fs := pflag.NewFlagSet("manager", pflag.ContinueOnError)
 	fs.SetOutput(usage)
 
@@ -121,6 +129,7 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.Int32Var(&cfg.DefaultDrainSeconds, "default-drain", DefaultDrainSeconds, "preStop sleep in seconds for syncers that set none: how long an app keeps serving after leaving Eureka (0-3600)")
 	fs.StringVar(&cfg.ClusterID, "cluster-id", "", "id marking this cluster's instances in Eureka (default: the UID of the kube-system namespace)")
 	fs.BoolVar(&cfg.ExecSleepFallback, "exec-sleep-fallback", false, "drain through Eurekube's drain helper (an exec preStop, no shell or sleep binary needed) instead of the kubelet's sleep action, for kubelets before 1.30 without it")
+	fs.StringVar(&cfg.CredentialsClusterRole, "credentials-cluster-role", v1alpha1.EurekaAccessClusterRole, "ClusterRole a namespace binds to the manager's ServiceAccount to let it read the Secrets and ConfigMaps its syncers' spec.eureka names (named in the hint of a forbidden read)")
 	fs.StringSliceVar(&cfg.ExcludedNamespaces, "excluded-namespace", []string{"kube-system"}, "namespace never mutated, whatever its labels (repeatable; the manager's own namespace is always excluded)")
 
 	fs.StringVar(&cfg.CertificateMode, "certificate-mode", CertificateModeCertManager, "where the webhook's certificates come from: "+CertificateModeCertManager+" (files in --cert-dir, from cert-manager's Secret) or "+CertificateModeSelfManaged+" (the leader issues and rotates them in --certificate-secret and keeps the caBundle of --webhook-configuration current)")
@@ -174,6 +183,9 @@ func (c Config) Validate() error {
 	if c.EurekaTimeout <= 0 || c.EurekaTimeout > time.Minute {
 		errs = append(errs, fmt.Errorf("--eureka-timeout %s: want a duration from 1ms to 1m, such as 5s", c.EurekaTimeout))
 	}
+	if msgs := path.IsValidPathSegmentName(c.CredentialsClusterRole); c.CredentialsClusterRole == "" || len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--credentials-cluster-role %q: want the name of a ClusterRole%s", c.CredentialsClusterRole, strings.Join(append([]string{""}, msgs...), ": ")))
+	}
 	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel))
 	}
@@ -181,6 +193,12 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("--leader-elect needs the manager's namespace in POD_NAMESPACE (the downward API sets it in manifests/manager)"))
 	}
 	return errors.Join(errs...)
+}
+
+// Grant is how a namespace lets this manager read its syncers' Eureka
+// credentials.
+func (c Config) Grant() v1alpha1.ReadGrant {
+	return v1alpha1.ReadGrant{ClusterRole: c.CredentialsClusterRole, ServiceAccountNamespace: c.Namespace, ServiceAccountName: c.ServiceAccount}
 }
 
 func (c Config) validateCertificates() []error {

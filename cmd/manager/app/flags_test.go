@@ -35,6 +35,7 @@ func TestParseFlags_DefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"--webhook-configuration", cfg.WebhookConfiguration, "eurekube"},
 		{"--webhook-service", cfg.WebhookService, "eurekube-webhook"},
 		{"--certificate-secret", cfg.CertificateSecret, "eurekube-webhook-tls"},
+		{"--credentials-cluster-role", cfg.CredentialsClusterRole, "eurekube-eureka-credentials"},
 		{"POD_NAMESPACE", cfg.Namespace, "eurekube-system"},
 	}
 	for _, c := range checks {
@@ -80,6 +81,8 @@ func TestParseFlags_RefusesInvalidSettingsNamingTheFlag(t *testing.T) {
 		{"webhook configuration not a name", []string{"--certificate-mode=self-managed", "--webhook-configuration=Eurekube!"}, `--webhook-configuration "Eurekube!": want the name of an object`},
 		{"webhook service not a name", []string{"--certificate-mode=self-managed", "--webhook-service=eurekube.webhook"}, `--webhook-service "eurekube.webhook": want the name of an object`},
 		{"empty certificate Secret", []string{"--certificate-mode=self-managed", "--certificate-secret="}, `--certificate-secret "": want the name of an object`},
+		{"empty credentials ClusterRole", []string{"--credentials-cluster-role="}, `--credentials-cluster-role "": want the name of a ClusterRole`},
+		{"credentials ClusterRole with a slash", []string{"--credentials-cluster-role=a/b"}, `--credentials-cluster-role "a/b": want the name of a ClusterRole: may not contain '/'`},
 		{"stray argument", []string{"--registrar-image=r:1", "serve"}, `unexpected arguments ["serve"]`},
 	}
 	for _, tc := range cases {

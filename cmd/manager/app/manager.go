@@ -208,6 +208,7 @@ func setupControllers(mgr manager.Manager, cfg Config, clusterID string, log *lo
 		EurekaTimeout:     cfg.EurekaTimeout,
 		DefaultEurekaURLs: cfg.EurekaURLs,
 		RegistrarImage:    cfg.RegistrarImage,
+		Grant:             cfg.Grant(),
 		Logger:            log.WithField("controller", "eurekasyncer"),
 	})
 	if err != nil {
