@@ -11,7 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 
@@ -183,7 +183,7 @@ func (c Config) Validate() error {
 	if c.EurekaTimeout <= 0 || c.EurekaTimeout > time.Minute {
 		errs = append(errs, fmt.Errorf("--eureka-timeout %s: want a duration from 1ms to 1m, such as 5s", c.EurekaTimeout))
 	}
-	if msgs := path.IsValidPathSegmentName(c.CredentialsClusterRole); c.CredentialsClusterRole == "" || len(msgs) > 0 {
+	if msgs := content.IsPathSegmentName(c.CredentialsClusterRole); c.CredentialsClusterRole == "" || len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--credentials-cluster-role %q: want the name of a ClusterRole%s", c.CredentialsClusterRole, strings.Join(append([]string{""}, msgs...), ": ")))
 	}
 	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
