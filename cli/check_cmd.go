@@ -6,6 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apiserver/pkg/authentication/user"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -284,14 +287,17 @@ func trialPod(s *v1alpha1.EurekaSyncer) *corev1.Pod {
 // ServiceAccount may get each Secret and ConfigMap the syncers'
 // spec.eureka names.
 func reviewCredentials(ctx context.Context, c client.Client, syncers []v1alpha1.EurekaSyncer, grant v1alpha1.ReadGrant) []credentialsAccess {
-	saNamespace, saName := grant.ServiceAccountNamespace, grant.ServiceAccountName
+	// Who the manager is to the API server: its ServiceAccount's user and
+	// groups.
+	username := serviceaccount.MakeUsername(grant.ServiceAccountNamespace, grant.ServiceAccountName)
+	groups := append(serviceaccount.MakeGroupNames(grant.ServiceAccountNamespace), user.AllAuthenticated)
 	var out []credentialsAccess
 	for i := range syncers {
 		s := &syncers[i]
 		for _, obj := range s.Spec.Eureka.ReadObjects() {
 			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-				User:   "system:serviceaccount:" + saNamespace + ":" + saName,
-				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
+				User:   username,
+				Groups: groups,
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
 					Namespace: s.Namespace, Verb: "get", Resource: obj.Resource, Name: obj.Name,
 				},
