@@ -52,11 +52,12 @@
 //     on creation and added, best effort, to a Secret without it), so
 //     deleting it at uninstall lets the garbage collector delete the
 //     Secret and its CA key; no manifest names the Secret. Adding an owner
-//     later needs delete on the Secret where OwnerReferencesPermission-
-//     Enforcement runs (OpenShift), which the manager is not granted: there
-//     a Secret of an older version stays unowned, said once in the log. Without the configuration the
-//     leader issues nothing: uninstalling deletes it while the leader still
-//     runs, and a Secret issued then would be left behind.
+//     later needs delete on the Secret where
+//     OwnerReferencesPermissionEnforcement runs (OpenShift), which the
+//     manager is not granted: there a Secret of an older version stays
+//     unowned, said once in the log. Without the configuration the leader
+//     issues nothing: uninstalling deletes it while the leader still runs,
+//     and a Secret issued then would be left behind.
 //   - Every replica (Served) watches the Secret through a namespaced
 //     informer on that one name (the manager's cache never holds Secrets)
 //     and answers the webhook server's tls.Config.GetCertificate with the
