@@ -57,20 +57,12 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, er
 	out := pod.DeepCopy()
 	var adaptations []v1alpha1.Adaptation
 
-	port, portSource, err := resolveRegisteredPort(out, cfg)
+	settings, adaptation, err := resolve(out, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	app, found := containerServing(out, port)
-	if !found && len(out.Spec.Containers) > 1 {
-		adaptations = append(adaptations, v1alpha1.Adaptation{Reason: v1alpha1.AdaptationPortNotDeclared,
-			Message: fmt.Sprintf("no container declares port %d (%s); the health check follows the first container, %s",
-				port, portSource, out.Spec.Containers[app].Name)})
-	}
-
-	settings, err := registrarSettings(out, app, port, cfg)
-	if err != nil {
-		return nil, nil, err
+	if adaptation != nil {
+		adaptations = append(adaptations, *adaptation)
 	}
 
 	image := cfg.Syncer.EffectiveRegistrarImage(cfg.Defaults.RegistrarImage)
@@ -111,6 +103,34 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, er
 	annotate(out, v1alpha1.StatusInjected, cfg.Syncer.Name, adaptations)
 	out.Annotations[v1alpha1.RegistrarImageAnnotation] = image
 	return out, adaptations, nil
+}
+
+// Settings are the registrar settings that Mutate renders for pod under
+// cfg, before the registrar's listen address (which depends on the pod's
+// other ports). The reconciler compares them with what a running pod's
+// registrar was given, to name pods injected from an older spec.
+func Settings(pod *corev1.Pod, cfg Config) (sidecar.Config, error) {
+	s, _, err := resolve(pod, cfg)
+	return s, err
+}
+
+// resolve picks the registered port and the container serving it, and
+// resolves the registrar's settings; the adaptation says that no container
+// declares the port.
+func resolve(pod *corev1.Pod, cfg Config) (sidecar.Config, *v1alpha1.Adaptation, error) {
+	port, portSource, err := resolveRegisteredPort(pod, cfg)
+	if err != nil {
+		return sidecar.Config{}, nil, err
+	}
+	var adaptation *v1alpha1.Adaptation
+	app, found := containerServing(pod, port)
+	if !found && len(pod.Spec.Containers) > 1 {
+		adaptation = &v1alpha1.Adaptation{Reason: v1alpha1.AdaptationPortNotDeclared,
+			Message: fmt.Sprintf("no container declares port %d (%s); the health check follows the first container, %s",
+				port, portSource, pod.Spec.Containers[app].Name)}
+	}
+	settings, err := registrarSettings(pod, app, port, cfg)
+	return settings, adaptation, err
 }
 
 // Skip returns a copy of pod that syncer selects but that stays without the
