@@ -17,6 +17,9 @@
 // `testapp hook URL` is a preStop command for images without a shell: it
 // sends GET URL with the pod's name in the X-Pod header and fails unless the
 // answer is 2xx, so a test can see that, and when, a pod's own hook ran.
+//
+// `testapp proxy -listen ADDR -to HOST:PORT -exit-after-sigterm D` is a
+// service mesh's proxy in front of the app (proxy.go).
 package main
 
 import (
@@ -38,6 +41,13 @@ func main() {
 	if len(os.Args) == 3 && os.Args[1] == "hook" {
 		if err := hook(os.Args[2], pod); err != nil {
 			fmt.Fprintln(os.Stderr, "testapp hook:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "proxy" {
+		if err := runProxy(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "testapp proxy:", err)
 			os.Exit(1)
 		}
 		return
