@@ -3,6 +3,7 @@ package sidecar
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -358,7 +359,7 @@ func (c *Config) Validate() error {
 		return &ConfigError{EnvProtocol, c.Protocol, "want http or tcp"}
 	case c.Management.Scheme != "http" && c.Management.Scheme != "https":
 		return &ConfigError{EnvManagementScheme, c.Management.Scheme, "want http or https"}
-	case !strings.HasPrefix(c.Management.BasePath, "/") || strings.ContainsAny(c.Management.BasePath, " ?#"):
+	case !ValidManagementBasePath(c.Management.BasePath):
 		return &ConfigError{EnvManagementBasePath, c.Management.BasePath, "want a URL path starting with /, such as /actuator"}
 	case c.LeaseDuration <= c.RenewalInterval:
 		return &ConfigError{EnvLeaseDuration, c.LeaseDuration.String(), "must be longer than " + EnvLeaseRenewalInterval + " (" + c.RenewalInterval.String() + ")"}
@@ -370,10 +371,16 @@ func (c *Config) Validate() error {
 		return &ConfigError{EnvEurekaClientKeyFile, "", "is required with " + EnvEurekaClientCertFile}
 	case c.ClientKeyFile != "" && c.ClientCertFile == "":
 		return &ConfigError{EnvEurekaClientCertFile, "", "is required with " + EnvEurekaClientKeyFile}
-	case c.Health.Timeout > c.Health.Period:
-		return &ConfigError{EnvHealthTimeout, c.Health.Timeout.String(), "must not exceed " + EnvHealthPeriod + " (" + c.Health.Period.String() + ")"}
 	}
 	return nil
+}
+
+// ValidManagementBasePath is true for a URL path starting with / and
+// without spaces, '?' or '#', which the registrar appends the actuator's
+// endpoints to. The webhook checks the annotation with it and the CRD's
+// pattern for spec.management.basePath says the same.
+func ValidManagementBasePath(p string) bool {
+	return strings.HasPrefix(p, "/") && !strings.ContainsAny(p, " ?#")
 }
 
 // envParser reads variables and keeps the first error, so ParseEnv reads
@@ -426,8 +433,8 @@ func (p *envParser) count(name string, def int) int {
 		return def
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 1000 {
-		p.fail(name, v, "want a whole number from 1 to 1000")
+	if err != nil || n < 1 || n > math.MaxInt32 {
+		p.fail(name, v, "want a whole number from 1 to 2147483647")
 		return def
 	}
 	return n

@@ -42,7 +42,7 @@ func TestParseEnv_RejectsBadValuesNamingTheVariable(t *testing.T) {
 		{EnvEurekaURLs, ",", "at least one"},
 		{EnvLeaseRenewalInterval, "-5s", "positive duration"},
 		{EnvLeaseDuration, "10s", "longer than"},
-		{EnvHealthFailureThreshold, "0", "1 to 1000"},
+		{EnvHealthFailureThreshold, "0", "1 to 2147483647"},
 		{EnvMetadata, "[1]", "JSON object"},
 		{EnvHealthType, "exec", "http or tcp"},
 		{EnvHealthScheme, "ftp", "HTTP or HTTPS"},

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/sidecar"
 )
 
 // Bounds shared with the CRD's validation, so an annotation allows what the
@@ -105,7 +106,22 @@ var annotationParsers = map[string]annotationParser{
 	},
 	v1alpha1.StatusAnnotation: func(o *Overrides, v string) (string, bool) {
 		o.Status = v
-		return fmt.Sprintf("%q (the annotation is written by Eurekube; remove it)", v1alpha1.StatusInjected), v == v1alpha1.StatusInjected
+		return fmt.Sprintf("%q or %q (the annotation is written by Eurekube; remove it)", v1alpha1.StatusInjected, v1alpha1.StatusSkipped),
+			v == v1alpha1.StatusInjected || v == v1alpha1.StatusSkipped
+	},
+	// Eurekube writes the next three on the pods it injects or skips; a pod
+	// that carries them (reinvocation, `eurekube inject` output) is
+	// admitted back, and Inject writes them anew.
+	v1alpha1.AdaptationsAnnotation: func(_ *Overrides, v string) (string, bool) {
+		_, err := v1alpha1.DecodeAdaptations(v)
+		return "a JSON list of {reason, message} (the annotation is written by Eurekube; remove it)", err == nil
+	},
+	v1alpha1.DrainAnnotation: func(_ *Overrides, v string) (string, bool) {
+		n, err := strconv.ParseInt(v, 10, 32)
+		return "whole seconds (the annotation is written by Eurekube; set eurekube.io/prestop-sleep instead)", err == nil && n >= 0
+	},
+	v1alpha1.RegistrarImageAnnotation: func(_ *Overrides, v string) (string, bool) {
+		return "an image reference (the annotation is written by Eurekube; remove it)", v != "" && !strings.ContainsAny(v, " \t\n")
 	},
 	v1alpha1.SyncerAnnotation: func(o *Overrides, v string) (string, bool) {
 		o.Syncer = v
@@ -163,8 +179,8 @@ var annotationParsers = map[string]annotationParser{
 	},
 	v1alpha1.AnnotationManagementPath: func(o *Overrides, v string) (string, bool) {
 		o.ManagementPath = v
-		return fmt.Sprintf("an absolute URL path starting with '/', such as /actuator, without spaces or control characters, at most %d characters", maxHealthPathLength),
-			validHealthPath(v)
+		return fmt.Sprintf("an absolute URL path starting with '/', such as /actuator, without spaces, control characters, '?' or '#', at most %d characters", maxHealthPathLength),
+			validHealthPath(v) && sidecar.ValidManagementBasePath(v)
 	},
 	v1alpha1.AnnotationHealthType: func(o *Overrides, v string) (string, bool) {
 		t := v1alpha1.HealthCheckType(strings.ToUpper(v))

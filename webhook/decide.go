@@ -29,15 +29,17 @@ type Decision struct {
 	Inject bool
 	// Reason says why.
 	Reason Reason
-	// Syncer is the syncer that registers the pod (Inject), or that selects
-	// a pod meant to finish (ReasonMeantToFinish). It points into the
+	// Syncer is the syncer that registers the pod (Inject), that selects a
+	// pod it skips (Skipped), or that injected it (ReasonAlreadyInjected,
+	// nil when that syncer is gone). It points into the
 	// syncers given to Decide (the cache's own objects in the handler), so
 	// it is only read.
 	Syncer *v1alpha1.EurekaSyncer
 	// Overrides are the pod's parsed annotations (Inject only).
 	Overrides Overrides
 	// Skipped says why a pod that Syncer selects stays without the
-	// registrar (ReasonMeantToFinish); Skip records it on the pod.
+	// registrar (ReasonMeantToFinish, ReasonUnsupportedOS); Skip records it
+	// on the pod.
 	Skipped *v1alpha1.Adaptation
 	// Err is the annotation error when Reason is ReasonInvalidAnnotation.
 	Err error
@@ -60,7 +62,10 @@ func Decide(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer) Deci
 	case pod.Labels[v1alpha1.InjectLabel] == "false":
 		return Decision{Reason: ReasonOptedOut}
 	case v1alpha1.MarkedInjected(pod) || v1alpha1.RunsRegistrar(pod):
-		return Decision{Reason: ReasonAlreadyInjected}
+		// Reinvoked after a later webhook, or Eurekube's own output sent
+		// back: Inject converges it (containers added since get the drain,
+		// the traffic annotation follows the syncer that injected it).
+		return Decision{Reason: ReasonAlreadyInjected, Syncer: byName(syncers, pod.Annotations[v1alpha1.SyncerAnnotation])}
 	}
 
 	overrides, err := ParseAnnotations(pod.Annotations)
@@ -113,6 +118,11 @@ func Decide(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer) Deci
 		why := meantToFinish(p)
 		return Decision{Reason: ReasonMeantToFinish, Syncer: winner, Skipped: &why, Warnings: append(warnings, why.Message)}
 	}
+	if os := pod.Spec.OS; os != nil && os.Name == corev1.Windows {
+		why := v1alpha1.Adaptation{Reason: v1alpha1.AdaptationUnsupportedOS,
+			Message: "spec.os.name windows: the registrar and the drain are Linux containers, so the pod is not registered in Eureka; narrow the syncer's selector to leave it out"}
+		return Decision{Reason: ReasonUnsupportedOS, Syncer: winner, Skipped: &why, Warnings: append(warnings, why.Message)}
+	}
 	return Decision{Inject: true, Reason: ReasonInjected, Syncer: winner, Overrides: overrides, Warnings: warnings}
 }
 
@@ -121,6 +131,16 @@ func Decide(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer) Deci
 func meantToFinish(p corev1.RestartPolicy) v1alpha1.Adaptation {
 	return v1alpha1.Adaptation{Reason: v1alpha1.AdaptationMeantToFinish,
 		Message: fmt.Sprintf("restartPolicy %s: the pod is meant to finish (a Job's pod?), and the registrar would keep it running forever, so it is not registered in Eureka; narrow the syncer's selector to leave it out", p)}
+}
+
+// byName is the live syncer of that name among syncers, or nil.
+func byName(syncers []v1alpha1.EurekaSyncer, name string) *v1alpha1.EurekaSyncer {
+	for i := range syncers {
+		if s := &syncers[i]; name != "" && s.Name == name && s.DeletionTimestamp == nil {
+			return s
+		}
+	}
+	return nil
 }
 
 // older orders syncers by creation time, then name, so the winner among

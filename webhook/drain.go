@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"path"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,12 +62,74 @@ func addDrain(pod *corev1.Pod, plan drainPlan) []v1alpha1.Adaptation {
 		return []v1alpha1.Adaptation{{Reason: v1alpha1.AdaptationDrainDisabled,
 			Message: "the drain is 0 s: the pod stops serving as soon as it terminates, while callers may hold its instance for up to ~95 s (Eureka's response cache, the client's registry fetch and Spring Cloud LoadBalancer's cache)"}}
 	}
+	adaptations := drainContainers(pod, plan, func(*corev1.Container) bool { return true })
+	grace := int64(defaultGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To(grace + int64(plan.seconds))
+	return adaptations
+}
+
+// drainLaterContainers gives the drain to the containers of an injected
+// pod that do not have it yet: those a webhook called after Eurekube added
+// (a classic mesh proxy, which would otherwise stop seconds into the drain
+// and take the app's traffic with it). The grace period already covers the
+// drain, so it stays as it is; init containers, native sidecars included,
+// are stopped by the kubelet only after the app containers, so they need
+// none. It returns what it adapted, nothing when every container is
+// drained, so that a pod sent back unchanged stays unchanged.
+func drainLaterContainers(pod *corev1.Pod, plan drainPlan) []v1alpha1.Adaptation {
+	if plan.seconds <= 0 {
+		return nil
+	}
+	var added []string
+	adaptations := drainContainers(pod, plan, func(c *corev1.Container) bool {
+		if drained(c, plan.seconds) {
+			return false
+		}
+		added = append(added, c.Name)
+		return true
+	})
+	if len(added) == 0 {
+		return nil
+	}
+	return append(adaptations, v1alpha1.Adaptation{Reason: v1alpha1.AdaptationDrainAdded,
+		Message: fmt.Sprintf("container(s) %s, added after Eurekube injected the pod (by a later webhook), keep serving for the %d s drain too",
+			strings.Join(added, ", "), plan.seconds)})
+}
+
+// drained is true when container c's preStop already waits for the drain:
+// the drain helper, or a sleep at least as long as the drain (Eurekube's,
+// or the container's own, which keeps it serving just as long).
+func drained(c *corev1.Container, seconds int32) bool {
+	if c.Name == v1alpha1.RegistrarContainerName {
+		return true
+	}
+	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
+		return false
+	}
+	h := c.Lifecycle.PreStop
+	switch {
+	case h.Sleep != nil:
+		return h.Sleep.Seconds >= int64(seconds)
+	case h.Exec != nil:
+		return len(h.Exec.Command) > 0 && h.Exec.Command[0] == drainHelperPath
+	}
+	return false
+}
+
+// drainContainers composes the drain into every container but the
+// registrar that selected accepts, and adds the drain helper (its volume
+// and the init container that installs it) once, when a container needs
+// it and the pod does not have it yet.
+func drainContainers(pod *corev1.Pod, plan drainPlan, selected func(*corev1.Container) bool) []v1alpha1.Adaptation {
 	wait := time.Duration(plan.seconds) * time.Second
 	var adaptations []v1alpha1.Adaptation
 	helper := false
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		if c.Name == v1alpha1.RegistrarContainerName {
+		if c.Name == v1alpha1.RegistrarContainerName || !selected(c) {
 			continue
 		}
 		handler, viaHelper, adaptation := composeDrain(c, wait, plan.execOnly)
@@ -75,16 +139,20 @@ func addDrain(pod *corev1.Pod, plan drainPlan) []v1alpha1.Adaptation {
 		c.Lifecycle.PreStop = handler
 		if viaHelper {
 			helper = true
-			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: drainVolume, MountPath: drainMountPath, ReadOnly: true})
+			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == drainVolume }) {
+				c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: drainVolume, MountPath: drainMountPath, ReadOnly: true})
+			}
 		}
 		if adaptation != nil {
 			adaptations = append(adaptations, *adaptation)
 		}
 	}
-	if helper {
+	if helper && !slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == drainVolume }) {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: drainVolume, VolumeSource: corev1.VolumeSource{
 			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse(drainVolumeLimit))},
 		}})
+	}
+	if helper && !slices.ContainsFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == drainInitContainer }) {
 		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{
 			Name:                     drainInitContainer,
 			Image:                    plan.image,
@@ -95,11 +163,6 @@ func addDrain(pod *corev1.Pod, plan drainPlan) []v1alpha1.Adaptation {
 			SecurityContext:          restrictedSecurityContext(),
 		})
 	}
-	grace := int64(defaultGracePeriodSeconds)
-	if pod.Spec.TerminationGracePeriodSeconds != nil {
-		grace = *pod.Spec.TerminationGracePeriodSeconds
-	}
-	pod.Spec.TerminationGracePeriodSeconds = ptr.To(grace + int64(plan.seconds))
 	return adaptations
 }
 
@@ -148,8 +211,11 @@ func composeDrain(c *corev1.Container, wait time.Duration, execOnly bool) (*core
 	}
 }
 
+// drainHelperPath is where containers exec the drain helper.
+var drainHelperPath = path.Join(drainMountPath, sidecar.DrainBinary)
+
 func helperHook(d sidecar.Drain) *corev1.LifecycleHandler {
-	cmd := append([]string{path.Join(drainMountPath, sidecar.DrainBinary), sidecar.DrainCommand}, d.Args()...)
+	cmd := append([]string{drainHelperPath, sidecar.DrainCommand}, d.Args()...)
 	return &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: cmd}}
 }
 

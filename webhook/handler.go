@@ -207,9 +207,11 @@ func encodePatch(ops []jsonpatch.Operation) ([]byte, error) {
 		if err := enc.Encode(op.Path); err != nil {
 			return nil, err
 		}
-		buf.WriteString(`,"value":`)
-		if err := enc.Encode(op.Value); err != nil {
-			return nil, fmt.Errorf("%s: %w", op.Path, err)
+		if op.Operation != "remove" {
+			buf.WriteString(`,"value":`)
+			if err := enc.Encode(op.Value); err != nil {
+				return nil, fmt.Errorf("%s: %w", op.Path, err)
+			}
 		}
 		buf.WriteByte('}')
 	}
@@ -222,8 +224,8 @@ func (h *Handler) logResult(req admission.Request, pod *corev1.Pod, r Result) {
 	switch {
 	case r.Denied != "":
 		h.requestLog(req, pod).WithField("reason", r.Reason).WithError(r.Err).Info("pod denied")
-	case r.Reason == ReasonMeantToFinish:
-		h.requestLog(req, pod).WithFields(logrus.Fields{"reason": r.Reason, "syncer": r.Syncer.Name}).Info("pod meant to finish: not injected")
+	case r.Skipped != nil:
+		h.requestLog(req, pod).WithFields(logrus.Fields{"reason": r.Reason, "syncer": r.Syncer.Name}).Info("pod skipped: " + string(r.Skipped.Reason))
 	case r.Inject:
 		h.requestLog(req, pod).WithFields(logrus.Fields{"reason": r.Reason, "syncer": r.Syncer.Name, "adaptations": len(r.Adaptations)}).Info("pod injected")
 	default:

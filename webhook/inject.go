@@ -1,8 +1,13 @@
 package webhook
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -39,8 +44,13 @@ func Inject(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer, defa
 	case r.Reason == ReasonInvalidAnnotation:
 		r.Denied = r.Err.Error()
 		return r
-	case r.Reason == ReasonMeantToFinish:
+	case r.Skipped != nil:
 		r.Pod = Skip(pod, r.Syncer.Name, *r.Skipped)
+	case r.Reason == ReasonAlreadyInjected:
+		r.Pod, r.Adaptations = Converge(pod, r.Syncer, defaults)
+		for _, a := range r.Adaptations {
+			r.Warnings = append(r.Warnings, a.Message)
+		}
 	case r.Inject:
 		mutated, adaptations, err := Mutate(pod, Config{Syncer: r.Syncer, Overrides: r.Overrides, Defaults: defaults})
 		if err != nil {
@@ -59,37 +69,129 @@ func Inject(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer, defa
 	return r
 }
 
+// Converge brings a pod Eurekube already injected up to date when it comes
+// back: reinvoked after a later webhook changed it, or written by
+// `eurekube inject` and applied. Containers added since get the drain
+// (drainLaterContainers), and the traffic annotation follows the syncer
+// that injected the pod, so a pod injected offline while its syncer was
+// switched registers as the syncer says now (syncer nil: gone, left as
+// it is). It injects nothing twice and lengthens no grace period: a pod
+// sent back unchanged comes back unchanged, Inject(Inject(p)) = Inject(p).
+func Converge(pod *corev1.Pod, syncer *v1alpha1.EurekaSyncer, defaults Defaults) (*corev1.Pod, []v1alpha1.Adaptation) {
+	out := pod.DeepCopy()
+	changed := false
+	if syncer != nil {
+		if traffic := string(syncer.EffectiveTraffic()); out.Annotations[v1alpha1.TrafficAnnotation] != traffic {
+			out.Annotations[v1alpha1.TrafficAnnotation] = traffic
+			changed = true
+		}
+	}
+	plan := drainPlan{execOnly: defaults.ExecSleepFallback, image: cmp.Or(v1alpha1.InjectedRegistrarImage(out), defaults.RegistrarImage)}
+	if n, err := strconv.ParseInt(out.Annotations[v1alpha1.DrainAnnotation], 10, 32); err == nil {
+		plan.seconds = int32(n)
+	}
+	for _, c := range out.Spec.Containers {
+		if c.Name == v1alpha1.RegistrarContainerName {
+			plan.resources = *c.Resources.DeepCopy()
+		}
+	}
+	adaptations := drainLaterContainers(out, plan)
+	if len(adaptations) > 0 {
+		recorded, _ := v1alpha1.DecodeAdaptations(out.Annotations[v1alpha1.AdaptationsAnnotation])
+		out.Annotations[v1alpha1.AdaptationsAnnotation] = v1alpha1.EncodeAdaptations(append(recorded, adaptations...))
+		changed = true
+	}
+	if !changed {
+		return pod, nil
+	}
+	return out, adaptations
+}
+
 // patchOps is the JSON patch from before to after, built from the fields
-// Mutate and Skip may change rather than by diffing the whole pod: each
-// changed field is set whole with "add", which replaces a member that
-// exists (RFC 6902, 4.1), so the patch holds whatever the request's pod
-// held there. TestInject_PatchTurnsTheRequestIntoThePod checks it against
-// every golden pod.
+// Mutate, Skip and Converge may change rather than by diffing the whole
+// pod, and as fine-grained as they change: an annotation per key, a
+// container appended with "-", and of a container that changed only its
+// changed fields. So everything else in the request's object is left
+// alone, fields unknown to this build (a newer API server's) included,
+// where setting whole arrays would drop them.
+// TestInject_PatchTurnsTheRequestIntoThePod checks it against every golden
+// pod; TestInject_PatchKeepsFieldsThisBuildDoesNotKnow, the rest.
 func patchOps(before, after *corev1.Pod) []jsonpatch.Operation {
-	ops := make([]jsonpatch.Operation, 0, 5)
-	set := func(path string, value any) {
-		ops = append(ops, jsonpatch.Operation{Operation: "add", Path: path, Value: value})
-	}
+	ops := make([]jsonpatch.Operation, 0, 12)
 	if !maps.Equal(before.Annotations, after.Annotations) {
-		set("/metadata/annotations", after.Annotations)
+		if before.Annotations == nil {
+			ops = append(ops, add("/metadata/annotations", after.Annotations))
+		} else {
+			keys := slices.Sorted(maps.Keys(after.Annotations))
+			for _, k := range keys {
+				if v, had := before.Annotations[k]; !had || v != after.Annotations[k] {
+					ops = append(ops, add("/metadata/annotations/"+escapePointer(k), after.Annotations[k]))
+				}
+			}
+		}
 	}
-	if !sameContainers(before.Spec.InitContainers, after.Spec.InitContainers) {
-		set("/spec/initContainers", after.Spec.InitContainers)
-	}
-	if !sameContainers(before.Spec.Containers, after.Spec.Containers) {
-		set("/spec/containers", after.Spec.Containers)
-	}
-	if len(before.Spec.Volumes) != len(after.Spec.Volumes) || !equality.Semantic.DeepEqual(before.Spec.Volumes, after.Spec.Volumes) {
-		set("/spec/volumes", after.Spec.Volumes)
-	}
+	ops = listOps(ops, "/spec/initContainers", before.Spec.InitContainers, after.Spec.InitContainers)
+	ops = listOps(ops, "/spec/containers", before.Spec.Containers, after.Spec.Containers)
+	ops = listOps(ops, "/spec/volumes", before.Spec.Volumes, after.Spec.Volumes)
 	if g := after.Spec.TerminationGracePeriodSeconds; g != nil && (before.Spec.TerminationGracePeriodSeconds == nil || *g != *before.Spec.TerminationGracePeriodSeconds) {
-		set("/spec/terminationGracePeriodSeconds", *g)
+		ops = append(ops, add("/spec/terminationGracePeriodSeconds", *g))
 	}
 	return ops
 }
 
-// sameContainers compares lengths first: an injection appends a container,
-// so the deep comparison runs only for pods it did not inject.
-func sameContainers(a, b []corev1.Container) bool {
-	return len(a) == len(b) && equality.Semantic.DeepEqual(a, b)
+// add is an "add" operation, which replaces a member that exists (RFC
+// 6902, 4.1).
+func add(path string, value any) jsonpatch.Operation {
+	return jsonpatch.Operation{Operation: "add", Path: path, Value: value}
+}
+
+// listOps patches the list at path from before to after, which Eurekube
+// only ever changes in place or appends to: a changed element through
+// fieldOps, each appended one with "-", and the whole list where the
+// request has none.
+func listOps[T any](ops []jsonpatch.Operation, path string, before, after []T) []jsonpatch.Operation {
+	switch {
+	case len(after) == 0 && len(before) == 0:
+		return ops
+	case len(before) == 0 || len(after) < len(before):
+		return append(ops, add(path, after))
+	}
+	for i := range before {
+		if !equality.Semantic.DeepEqual(before[i], after[i]) {
+			ops = fieldOps(ops, path+"/"+strconv.Itoa(i), reflect.ValueOf(before[i]), reflect.ValueOf(after[i]))
+		}
+	}
+	for _, v := range after[len(before):] {
+		ops = append(ops, add(path+"/-", v))
+	}
+	return ops
+}
+
+// fieldOps patches the struct at path from before to after, one operation
+// per changed top-level field, named by its JSON tag: an emptied omitempty
+// field is removed, any other is set.
+func fieldOps(ops []jsonpatch.Operation, path string, before, after reflect.Value) []jsonpatch.Operation {
+	t := after.Type()
+	for i := range t.NumField() {
+		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		b, a := before.Field(i), after.Field(i)
+		if equality.Semantic.DeepEqual(b.Interface(), a.Interface()) {
+			continue
+		}
+		if a.IsZero() && strings.Contains(opts, "omitempty") {
+			ops = append(ops, jsonpatch.Operation{Operation: "remove", Path: path + "/" + escapePointer(name)})
+			continue
+		}
+		ops = append(ops, add(path+"/"+escapePointer(name), a.Interface()))
+	}
+	return ops
+}
+
+// escapePointer escapes one JSON Pointer token (RFC 6901): annotation keys
+// hold '/'.
+func escapePointer(token string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
 }

@@ -2,10 +2,11 @@ package webhook
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
+	"gomodules.xyz/jsonpatch/v2"
+	evanphx "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -38,17 +39,7 @@ func TestInject_PatchTurnsTheRequestIntoThePod(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := Inject(in, enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, testDefaults)
-			var doc map[string]any
-			if err := json.Unmarshal(raw, &doc); err != nil {
-				t.Fatal(err)
-			}
-			for _, op := range r.Patch {
-				applyAdd(t, doc, op.Path, op.Value)
-			}
-			patched, err := json.Marshal(doc)
-			if err != nil {
-				t.Fatal(err)
-			}
+			patched := applyPatch(t, raw, r.Patch)
 			var got corev1.Pod
 			if err := json.Unmarshal(patched, &got); err != nil {
 				t.Fatal(err)
@@ -68,27 +59,24 @@ func twoContainersAndInit() *corev1.Pod {
 	return p
 }
 
-// applyAdd applies one JSON patch "add" to an object member, as the API
-// server does.
-func applyAdd(t *testing.T, doc map[string]any, path string, value any) {
+// applyPatch applies ops to raw as the API server does: encoded by the
+// handler's encoder, applied by the JSON patch library the API server's
+// admission applies webhooks' patches with.
+func applyPatch(t *testing.T, raw []byte, ops []jsonpatch.Operation) []byte {
 	t.Helper()
-	keys := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	for _, k := range keys[:len(keys)-1] {
-		next, ok := doc[k].(map[string]any)
-		if !ok {
-			t.Fatalf("patch path %s: no object at %s", path, k)
-		}
-		doc = next
-	}
-	raw, err := json.Marshal(value)
+	encoded, err := encodePatch(ops)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
+	patch, err := evanphx.DecodePatch(encoded)
+	if err != nil {
+		t.Fatalf("decode the patch %s: %v", encoded, err)
 	}
-	doc[keys[len(keys)-1]] = v
+	patched, err := patch.Apply(raw)
+	if err != nil {
+		t.Fatalf("apply the patch %s: %v", encoded, err)
+	}
+	return patched
 }
 
 // The registrar reads back the settings the webhook resolved: the env

@@ -28,7 +28,6 @@ const (
 )
 
 const (
-	registrarUID        = 65532
 	registrarHealthPath = "/healthz"
 	registrarPortName   = "eurekube-health"
 )
@@ -94,6 +93,9 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, er
 	mounts := []corev1.VolumeMount{podInfoMount()}
 	if addEurekaFiles(out, cfg.Syncer.Spec.Eureka, &settings) {
 		mounts = append(mounts, eurekaFilesMount())
+	}
+	if err := registrarAccepts(settings); err != nil {
+		return nil, nil, err
 	}
 	out.Spec.Containers = append(out.Spec.Containers, registrarContainer(image, listenPort, registrarEnv(settings), mounts, res))
 	adaptations = append(adaptations, addDrain(out, drainPlan{
@@ -283,6 +285,19 @@ func registrarSettings(pod *corev1.Pod, app int, port int32, cfg Config) (sideca
 	return s, nil
 }
 
+// registrarAccepts runs the registrar's own parsing over what the
+// registrar will read, the pod's identity (downward API) standing in as
+// placeholders: one validation, the registrar's, so that a setting it
+// would refuse denies the pod here, with its reason, and never first
+// crash-loops a container.
+func registrarAccepts(s sidecar.Config) error {
+	s.PodName, s.PodNamespace, s.PodUID, s.PodIP, s.NodeName = "pod", "namespace", "uid", "192.0.2.1", "node"
+	if _, err := sidecar.ParseEnv(sidecar.LookupIn(s.Env())); err != nil {
+		return fmt.Errorf("the registrar would refuse its settings: %w", err)
+	}
+	return nil
+}
+
 // registrarEnv renders the settings as the container's environment: the
 // pod's identity from the downward API, then the settings (sidecar's
 // rendering). Credentials are files of a volume (eurekafiles.go), never
@@ -399,12 +414,13 @@ func registrarContainer(image string, listenPort int32, env []corev1.EnvVar, mou
 }
 
 // restrictedSecurityContext passes Pod Security "restricted": the registrar
-// and the drain helper's installer run with it.
+// and the drain helper's installer run with it. It fixes no user or group:
+// the image runs as its own numeric non-root user (65532), which
+// runAsNonRoot checks, and OpenShift's restricted SCCs, which refuse a
+// fixed UID outside the namespace's range, assign one of their own.
 func restrictedSecurityContext() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
 		RunAsNonRoot:             ptr.To(true),
-		RunAsUser:                ptr.To[int64](registrarUID),
-		RunAsGroup:               ptr.To[int64](registrarUID),
 		ReadOnlyRootFilesystem:   ptr.To(true),
 		AllowPrivilegeEscalation: ptr.To(false),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},

@@ -30,6 +30,10 @@ const (
 	// stops, would keep it from ever completing, so the pod is only
 	// annotated as skipped, naming the syncer that selects it.
 	ReasonMeantToFinish Reason = "meant-to-finish"
+	// ReasonUnsupportedOS: the pod runs on Windows (spec.os.name); the
+	// registrar and the drain are Linux containers, so it is skipped and
+	// says so.
+	ReasonUnsupportedOS Reason = "unsupported-os"
 	// ReasonInvalidConfig: the syncer and the pod do not fit together (a
 	// port name the pod does not declare, no Eureka URL, no image); the pod
 	// is denied. Set by Inject when Mutate fails.

@@ -32,6 +32,13 @@ const (
 	// (a Job's pod); a registrar would keep it running forever, so it is
 	// not injected (status "skipped").
 	AdaptationMeantToFinish AdaptationReason = "PodMeantToFinish"
+	// AdaptationUnsupportedOS: the pod runs on Windows (spec.os.name); the
+	// registrar and the drain are Linux containers, so it is not injected
+	// (status "skipped").
+	AdaptationUnsupportedOS AdaptationReason = "UnsupportedOS"
+	// AdaptationDrainAdded: on reinvocation, containers that a later
+	// webhook added (a mesh proxy) got the drain too.
+	AdaptationDrainAdded AdaptationReason = "DrainAdded"
 )
 
 // Adaptation is one thing the webhook adapted or could not do for a pod.
