@@ -67,6 +67,22 @@ func review(t testing.TB, op admissionv1.Operation, kind string, obj any) []byte
 	return body
 }
 
+// panicAnswer is the message of an answer that says the handler panicked,
+// or "". The manager's webhook (admission.Webhook with its default
+// RecoverPanic) recovers a handler's panic into a refusal with code 500
+// and the message "panic: <value> [recovered]", written as an ordinary
+// HTTP 200 answer: the API server then refuses the pod, so a test that
+// accepts any refusal cannot see the panic.
+func panicAnswer(out admissionv1.AdmissionReview) string {
+	if out.Response == nil || out.Response.Result == nil {
+		return ""
+	}
+	if r := out.Response.Result; r.Code == http.StatusInternalServerError && strings.HasPrefix(r.Message, "panic: ") && strings.Contains(r.Message, "[recovered]") {
+		return r.Message
+	}
+	return ""
+}
+
 func serve(h http.Handler, body []byte) (int, admissionv1.AdmissionReview) {
 	req := httptest.NewRequest(http.MethodPost, Path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -154,6 +170,12 @@ func TestHandler_MalformedRequestsGetAnErrorResponseNeverAPanic(t *testing.T) {
 			if out.Response != nil && out.Response.Allowed {
 				t.Fatalf("malformed request allowed: %+v", out.Response)
 			}
+			if p := panicAnswer(out); p != "" {
+				t.Fatalf("the handler panicked (controller-runtime recovered it): %s", p)
+			}
+			if out.Response.Result == nil || out.Response.Result.Code != http.StatusBadRequest {
+				t.Fatalf("response %+v: want refused as a bad request (400), not a server error", out.Response.Result)
+			}
 		})
 	}
 }
@@ -187,15 +209,26 @@ func FuzzParseAnnotations(f *testing.F) {
 	})
 }
 
+// FuzzHandler sends arbitrary bodies through controller-runtime's decoding
+// to the handler. Its webhook does not recover panics, as the manager's
+// does (see panicAnswer): a panic in the handler fails the target, with
+// its stack. Every body must be answered with an AdmissionReview.
 func FuzzHandler(f *testing.F) {
-	wh := newTestWebhook(f)
+	wh := newTestWebhook(f).WithRecoverPanic(false)
 	f.Add(review(f, admissionv1.Create, "Pod", springPod()))
+	bad := springPod()
+	bad.Annotations = map[string]string{v1alpha1.AnnotationPreStopSleep: "forever", v1alpha1.AnnotationPort: "http"}
+	f.Add(review(f, admissionv1.Create, "Pod", bad))
 	f.Add([]byte(`{"request":{"kind":{"kind":"Pod"},"operation":"CREATE","object":{}}}`))
+	f.Add([]byte(`{"request":{"uid":"x","kind":{"kind":"Pod"},"operation":"CREATE","namespace":"shop","object":{"metadata":{"labels":{"app":"orders"}},"spec":{"containers":[{}]}}}}`))
 	f.Add([]byte("{}"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		code, _ := serve(wh, body) // must answer, never panic
-		if code == 0 {
-			t.Fatal("no answer")
+		code, out := serve(wh, body)
+		if code != http.StatusOK || out.Response == nil {
+			t.Fatalf("HTTP %d, response %+v: want an AdmissionReview with a response", code, out.Response)
+		}
+		if p := panicAnswer(out); p != "" {
+			t.Fatalf("the handler panicked: %s", p)
 		}
 	})
 }
