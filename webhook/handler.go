@@ -13,6 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"gomodules.xyz/jsonpatch/v2"
+	evanphx "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -217,6 +218,25 @@ func encodePatch(ops []jsonpatch.Operation) ([]byte, error) {
 	}
 	buf.WriteByte(']')
 	return buf.Bytes(), nil
+}
+
+// ApplyPatch applies ops to the JSON object raw as the API server applies
+// a webhook's patch (the same encoding, the same JSON patch library):
+// `eurekube inject` writes with it what the API server would admit.
+func ApplyPatch(raw []byte, ops []jsonpatch.Operation) ([]byte, error) {
+	encoded, err := encodePatch(ops)
+	if err != nil {
+		return nil, fmt.Errorf("encode the patch: %w", err)
+	}
+	patch, err := evanphx.DecodePatch(encoded)
+	if err != nil {
+		return nil, fmt.Errorf("decode the patch: %w", err)
+	}
+	patched, err := patch.Apply(raw)
+	if err != nil {
+		return nil, fmt.Errorf("apply the patch %s: %w", encoded, err)
+	}
+	return patched, nil
 }
 
 // logResult writes the one line per decision.

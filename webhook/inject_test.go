@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"gomodules.xyz/jsonpatch/v2"
-	evanphx "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -59,22 +58,12 @@ func twoContainersAndInit() *corev1.Pod {
 	return p
 }
 
-// applyPatch applies ops to raw as the API server does: encoded by the
-// handler's encoder, applied by the JSON patch library the API server's
-// admission applies webhooks' patches with.
+// applyPatch applies ops to raw as the API server does.
 func applyPatch(t *testing.T, raw []byte, ops []jsonpatch.Operation) []byte {
 	t.Helper()
-	encoded, err := encodePatch(ops)
+	patched, err := ApplyPatch(raw, ops)
 	if err != nil {
 		t.Fatal(err)
-	}
-	patch, err := evanphx.DecodePatch(encoded)
-	if err != nil {
-		t.Fatalf("decode the patch %s: %v", encoded, err)
-	}
-	patched, err := patch.Apply(raw)
-	if err != nil {
-		t.Fatalf("apply the patch %s: %v", encoded, err)
 	}
 	return patched
 }
@@ -240,5 +229,59 @@ func TestInject_NoEurekaFilesNoVolume(t *testing.T) {
 	pod := inject(t, springPod(), syncer("orders", time.Hour, map[string]string{"app": "orders"}))
 	if hasVolume(pod, eurekaFilesVolume) {
 		t.Fatal("a syncer without credentials or TLS got the Eureka files volume")
+	}
+}
+
+// A newer API server's pod holds fields this build's types lack: the
+// patch, applied to the request's object, keeps every one of them,
+// including in the containers Eurekube changes.
+func TestInject_PatchKeepsFieldsThisBuildDoesNotKnow(t *testing.T) {
+	orders := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	raw, err := json.Marshal(springPod())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	unknown := map[string]any{"introducedIn": "v9.99"}
+	doc["metadata"].(map[string]any)["futureMeta"] = unknown
+	spec := doc["spec"].(map[string]any)
+	spec["futureSpec"] = unknown
+	app := spec["containers"].([]any)[0].(map[string]any)
+	app["futureContainerField"] = unknown
+	app["readinessProbe"].(map[string]any)["futureProbeField"] = unknown
+	raw, err = json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	pod, err := decodePod(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Inject(pod, enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, testDefaults)
+	if !r.Inject {
+		t.Fatalf("not injected: %s %s", r.Reason, r.Denied)
+	}
+	var patched map[string]any
+	if err := json.Unmarshal(applyPatch(t, raw, r.Patch), &patched); err != nil {
+		t.Fatal(err)
+	}
+	patchedSpec := patched["spec"].(map[string]any)
+	patchedApp := patchedSpec["containers"].([]any)[0].(map[string]any)
+	for where, got := range map[string]any{
+		"metadata.futureMeta":                                patched["metadata"].(map[string]any)["futureMeta"],
+		"spec.futureSpec":                                    patchedSpec["futureSpec"],
+		"spec.containers[0].futureContainerField":            patchedApp["futureContainerField"],
+		"spec.containers[0].readinessProbe.futureProbeField": patchedApp["readinessProbe"].(map[string]any)["futureProbeField"],
+	} {
+		if !equality.Semantic.DeepEqual(got, unknown) {
+			t.Errorf("%s = %v after the patch, want %v kept", where, got, unknown)
+		}
+	}
+	if patchedApp["lifecycle"] == nil || len(patchedSpec["containers"].([]any)) != 2 {
+		t.Fatalf("the patch did not inject: %s", opsOf(r.Patch))
 	}
 }
