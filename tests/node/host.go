@@ -476,3 +476,78 @@ func ownedChainsScript(saved string) string {
 	}
 	return script.String()
 }
+
+// ruleLines are the listing's lines of one iptables-save output (save is
+// the tool, lines its output): no comments (dates and versions), counters
+// blanked, and without what a table's first use creates (see
+// withoutPristineChains).
+func ruleLines(save string, lines []string) []string {
+	var out []string
+	for _, line := range withoutPristineChains(lines) {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, save+": "+counters.ReplaceAllString(line, "[-]"))
+	}
+	return out
+}
+
+// withoutPristineChains drops from iptables-save output the built-in
+// chains that hold no rule and keep their default policy (ACCEPT), and a
+// table left with no chain or rule at all. The first use of iptables on a
+// machine (the node's kube-proxy, or anything else) creates its tables
+// with every built-in chain empty and accepting, and the kernel keeps them
+// after the node's teardown has removed its own chains and rules: nothing
+// is left there. A rule, a chain of any other name (empty or not) or a
+// changed policy is kept, so a leftover still shows.
+func withoutPristineChains(lines []string) []string {
+	var out, table []string
+	inTable := false
+	for _, line := range lines {
+		switch {
+		case strings.HasPrefix(line, "*"):
+			out = append(out, table...) // an unterminated table, kept as it was
+			table, inTable = []string{line}, true
+		case inTable && line == "COMMIT":
+			out = append(out, withoutPristineTable(append(table, line))...)
+			table, inTable = nil, false
+		case inTable:
+			table = append(table, line)
+		default:
+			out = append(out, line)
+		}
+	}
+	return append(out, table...)
+}
+
+// withoutPristineTable is one table's lines, from "*name" to "COMMIT",
+// without its pristine built-in chains, or nothing if nothing else is in
+// it.
+func withoutPristineTable(table []string) []string {
+	ruled := map[string]bool{}
+	for _, line := range table {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "-A" {
+			ruled[f[1]] = true
+		}
+	}
+	var out []string
+	left := false
+	for _, line := range table {
+		if strings.HasPrefix(line, ":") {
+			// ":NAME POLICY [packets:bytes]"; a chain that is not
+			// built in has the policy "-".
+			f := strings.Fields(line[1:])
+			if len(f) >= 2 && f[1] == "ACCEPT" && !ruled[f[0]] {
+				continue
+			}
+		}
+		if !strings.HasPrefix(line, "*") && line != "COMMIT" && !strings.HasPrefix(line, "#") {
+			left = true
+		}
+		out = append(out, line)
+	}
+	if !left {
+		return nil
+	}
+	return out
+}

@@ -60,12 +60,7 @@ func ListHost(opts Options) Listing {
 		if _, err := exec.LookPath(save); err != nil {
 			continue
 		}
-		for _, line := range commandLines(save) {
-			if strings.HasPrefix(line, "#") {
-				continue // dates and versions
-			}
-			l["rules"] = append(l["rules"], save+": "+counters.ReplaceAllString(line, "[-]"))
-		}
+		l["rules"] = append(l["rules"], ruleLines(save, commandLines(save))...)
 	}
 	l["cgroups"] = kubepodsDirs()
 	for _, key := range touchedSysctls {
