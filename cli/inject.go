@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 
+	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	sigsjson "sigs.k8s.io/json"
@@ -164,10 +166,8 @@ func injectDocument(d document, src injectSource, defaults webhook.Defaults, def
 	if len(r.Patch) == 0 {
 		return d.raw, notes, "", nil
 	}
-	for _, op := range r.Patch {
-		if err := applyAdd(template, op.Operation, op.Path, op.Value); err != nil {
-			return nil, nil, "", fmt.Errorf("%s: %w", d, err)
-		}
+	if err := patchTemplate(template, r.Patch); err != nil {
+		return nil, nil, "", fmt.Errorf("%s: %w", d, err)
 	}
 	raw, err = yaml.Marshal(d.obj)
 	if err != nil {
@@ -209,32 +209,27 @@ func podOf(template map[string]any) (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// applyAdd applies one operation of the webhook's JSON patch to the pod
-// (template) as the API server would. The webhook only sets whole object
-// members with "add" (webhook.Inject's patchOps); anything else is refused
-// rather than guessed.
-func applyAdd(obj map[string]any, operation, path string, value any) error {
-	keys := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	if operation != "add" || !strings.HasPrefix(path, "/") || len(keys) == 0 {
-		return fmt.Errorf("unexpected patch operation %s %s from the webhook", operation, path)
+// patchTemplate applies the webhook's JSON patch to the pod template (or
+// pod) in place, as the API server applies it to a pod (webhook.ApplyPatch),
+// so what is printed is what the webhook admits unchanged.
+func patchTemplate(template map[string]any, ops []jsonpatch.Operation) error {
+	if _, ok := template["metadata"].(map[string]any); !ok {
+		template["metadata"] = map[string]any{} // a pod always has one
 	}
-	for _, k := range keys[:len(keys)-1] {
-		next, ok := obj[k].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			obj[k] = next
-		}
-		obj = next
-	}
-	raw, err := json.Marshal(value)
+	raw, err := json.Marshal(template)
 	if err != nil {
-		return fmt.Errorf("patch %s: %w", path, err)
+		return err
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return fmt.Errorf("patch %s: %w", path, err)
+	patched, err := webhook.ApplyPatch(raw, ops)
+	if err != nil {
+		return err
 	}
-	obj[keys[len(keys)-1]] = v
+	var out map[string]any
+	if err := json.Unmarshal(patched, &out); err != nil {
+		return err
+	}
+	clear(template)
+	maps.Copy(template, out)
 	return nil
 }
 
