@@ -99,4 +99,3 @@ func loadSchema() (crdSchema, error) {
 	}
 	return crdSchema{structural: structural, validator: validator, cel: cel.NewValidator(structural, true, celconfig.PerCallLimit)}, nil
 }
-
