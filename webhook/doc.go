@@ -30,8 +30,31 @@
 //     outlive its own SIGTERM. --exec-sleep-fallback (kubelets without the
 //     sleep action) drains every container through the same helper.
 //   - Pods meant to finish (restartPolicy Never or OnFailure: Jobs) are not
-//     injected: the registrar would keep them running forever. They are
-//     annotated as skipped, naming the syncer.
+//     injected: the registrar would keep them running forever. Windows pods
+//     (spec.os.name) are not either: the registrar and the drain are Linux
+//     containers. Both are annotated as skipped, naming the syncer and why.
+//   - Closure: Eurekube accepts everything it writes. Its own annotations
+//     are known annotations; a skipped pod sent back is skipped again the
+//     same way, and an injected pod sent back (reinvocation after a later
+//     webhook, reinvocationPolicy IfNeeded, or `eurekube inject` output) is
+//     converged, not injected again (Converge): containers a later webhook
+//     added (a classic mesh proxy) get the drain, the grace period is not
+//     lengthened twice, and the traffic annotation follows the syncer.
+//     Inject(Inject(p)) = Inject(p); closure_test.go fuzzes it.
+//   - One validation, the registrar's: Mutate runs sidecar.ParseEnv over
+//     the settings it renders, so a setting the registrar would refuse
+//     denies the pod with the registrar's reason instead of crash-looping
+//     it. The CRD's rules and the annotation rules are meant to refuse
+//     such settings first, where the user typed them; the fuzz target
+//     FuzzInject_WhatIsAdmittedTheRegistrarAccepts checks that they do,
+//     running the CRD's schema and CEL rules in process.
+//   - The JSON patch touches only what changes (an annotation key, an
+//     appended container or volume, a changed field of a container), so
+//     fields of a newer API server that this build does not know survive.
+//   - The registrar and the drain installer fix no user or group: the image
+//     runs as its numeric non-root user, runAsNonRoot checks it (Pod
+//     Security restricted), and OpenShift's restricted SCCs can assign a
+//     UID from the namespace's range.
 //   - What was adapted or could not be done is recorded on the pod
 //     (eurekube.io/adaptations) and reported by the reconciler; admission
 //     warnings alone reach nobody for pods made by controllers.
