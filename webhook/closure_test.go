@@ -211,6 +211,13 @@ func (g *gen) defaults() Defaults {
 	return d
 }
 
+// injected is a generated pod, syncer and manager, and what Inject made of
+// them.
+func (g *gen) injected() (*corev1.Pod, []v1alpha1.EurekaSyncer, Defaults, Result) {
+	syncers, pod, defaults := []v1alpha1.EurekaSyncer{g.syncer()}, g.pod(), g.defaults()
+	return pod, syncers, defaults, Inject(pod, enabledNamespace(), syncers, defaults)
+}
+
 var closureSeeds = [][]byte{
 	nil,
 	[]byte("\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00"),
@@ -291,9 +298,7 @@ func FuzzInject_IsIdempotent(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := &gen{data: data}
-		s, pod, defaults := g.syncer(), g.pod(), g.defaults()
-		syncers := []v1alpha1.EurekaSyncer{s}
-		first := Inject(pod, enabledNamespace(), syncers, defaults)
+		pod, syncers, defaults, first := g.injected()
 		checkPatch(t, pod, first)
 		if first.Denied != "" {
 			if again := Inject(pod, enabledNamespace(), syncers, defaults); again.Denied != first.Denied {
@@ -319,9 +324,7 @@ func FuzzInject_ConvergesAfterALaterWebhook(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g := &gen{data: data}
-		s, pod, defaults := g.syncer(), g.pod(), g.defaults()
-		syncers := []v1alpha1.EurekaSyncer{s}
-		first := Inject(pod, enabledNamespace(), syncers, defaults)
+		_, syncers, defaults, first := g.injected()
 		if first.Denied != "" {
 			return
 		}

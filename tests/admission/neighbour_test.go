@@ -116,14 +116,7 @@ func neighbourInject(_ context.Context, req admission.Request) admission.Respons
 // carrying the app's traffic for the whole drain instead of stopping 5 s
 // into it; the grace period grows once.
 func TestNeighbour_AClassicProxyAddedLaterGetsTheDrainOnce(t *testing.T) {
-	requireInjection(t)
-	ctx := testContext(t)
-	startNeighbour(ctx, t)
-	ns := optedInNamespace(ctx, t, "neighbour-classic")
-	createSyncer(t, syncer(ns, "orders", nil))
-	pod := appPod(ns, "orders")
-	pod.Labels[neighbourLabel] = "classic"
-	got := createAndRead(ctx, t, pod)
+	got := createBesideTheNeighbour(t, "neighbour-classic", "classic", nil)
 
 	if registrar(got) == nil {
 		t.Fatalf("not injected; containers %v", containerNames(got))
@@ -152,14 +145,7 @@ func TestNeighbour_AClassicProxyAddedLaterGetsTheDrainOnce(t *testing.T) {
 // stopped by the kubelet after the app containers: it needs and gets no
 // drain, and the pod is admitted.
 func TestNeighbour_ANativeSidecarProxyIsAdmittedAsItIs(t *testing.T) {
-	requireInjection(t)
-	ctx := testContext(t)
-	startNeighbour(ctx, t)
-	ns := optedInNamespace(ctx, t, "neighbour-native")
-	createSyncer(t, syncer(ns, "orders", nil))
-	pod := appPod(ns, "orders")
-	pod.Labels[neighbourLabel] = "native"
-	got := createAndRead(ctx, t, pod)
+	got := createBesideTheNeighbour(t, "neighbour-native", "native", nil)
 	if registrar(got) == nil || len(got.Spec.InitContainers) == 0 {
 		t.Fatalf("containers %v, init containers %d: want the registrar and the native proxy", containerNames(got), len(got.Spec.InitContainers))
 	}
@@ -171,23 +157,27 @@ func TestNeighbour_ANativeSidecarProxyIsAdmittedAsItIs(t *testing.T) {
 // A Job's pod, which Eurekube skips and annotates, changed by the later
 // webhook and sent back, is admitted and stays skipped: the Job runs.
 func TestNeighbour_ASkippedJobPodChangedLaterIsAdmitted(t *testing.T) {
-	requireInjection(t)
-	ctx := testContext(t)
-	startNeighbour(ctx, t)
-	ns := optedInNamespace(ctx, t, "neighbour-job")
-	createSyncer(t, syncer(ns, "orders", nil))
-	pod := appPod(ns, "orders")
-	pod.Labels[neighbourLabel] = "classic"
-	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-	got := createAndRead(ctx, t, pod)
+	got := createBesideTheNeighbour(t, "neighbour-job", "classic", func(p *corev1.Pod) { p.Spec.RestartPolicy = corev1.RestartPolicyNever })
 	if registrar(got) != nil || got.Annotations[eurekubev1alpha1.StatusAnnotation] != eurekubev1alpha1.StatusSkipped {
 		t.Fatalf("containers %v, status %q: want the pod skipped", containerNames(got), got.Annotations[eurekubev1alpha1.StatusAnnotation])
 	}
 }
 
-// createAndRead creates pod and reads back what the API server stored.
-func createAndRead(ctx context.Context, t *testing.T, pod *corev1.Pod) *corev1.Pod {
+// createBesideTheNeighbour starts the neighbour webhook, creates a pod of
+// a syncer's app asking it for a proxy of shape, changed by mutate, in a
+// namespace of its own, and reads back what the API server stored.
+func createBesideTheNeighbour(t *testing.T, prefix, shape string, mutate func(*corev1.Pod)) *corev1.Pod {
 	t.Helper()
+	requireInjection(t)
+	ctx := testContext(t)
+	startNeighbour(ctx, t)
+	ns := optedInNamespace(ctx, t, prefix)
+	createSyncer(t, syncer(ns, "orders", nil))
+	pod := appPod(ns, "orders")
+	pod.Labels[neighbourLabel] = shape
+	if mutate != nil {
+		mutate(pod)
+	}
 	if err := suite.c.Create(ctx, pod); err != nil {
 		t.Fatalf("create pod: %v", err)
 	}
