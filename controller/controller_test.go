@@ -598,3 +598,45 @@ func TestDelete_WhileEurekaIsDownTheSyncerStaysUntilItAnswers(t *testing.T) {
 		return nil
 	})
 }
+
+func TestOrphans_TheInstanceOfAFinishedPodIsRemoved(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	s := newSyncer(t, ns, "receipts", server.URL())
+	c := directClient(t, server.URL())
+	foreign(t, c, s)
+	running := newPod(t, ns, "receipts", "receipts-1", true, "10.0.8.1")
+	kept := register(t, c, s, running)
+	evicted := newPod(t, ns, "receipts", "receipts-2", true, "10.0.8.2")
+	orphan := register(t, c, s, evicted)
+	harness.Eventually(t, patience, "both registered", func() error {
+		got, err := getSyncer(s)
+		if err != nil || got.Status.RegisteredInstances != 2 {
+			return fmt.Errorf("status %+v, %v", got.Status, err)
+		}
+		return nil
+	})
+	// Evicted: the kubelet stopped every container, its registrar could
+	// not cancel, and the pod object stays.
+	before := evicted.DeepCopy()
+	evicted.Status.Phase, evicted.Status.Reason, evicted.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
+	if err := k8s.Status().Patch(ctx, evicted, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the finished pod's instance removed and counted", func() error {
+		if _, err := c.Instance(ctx, orphan.App, orphan.InstanceID); !errors.Is(err, eureka.ErrNotFound) {
+			return fmt.Errorf("still registered (%v)", err)
+		}
+		got, err := getSyncer(s)
+		if err != nil || got.Status.OrphansRemoved != 1 || got.Status.RegisteredInstances != 1 {
+			return fmt.Errorf("status %+v, %v", got.Status, err)
+		}
+		return nil
+	})
+	if _, err := c.Instance(ctx, kept.App, kept.InstanceID); err != nil {
+		t.Fatalf("the instance of a running pod was removed: %v", err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(evicted), &corev1.Pod{}); err != nil {
+		t.Fatalf("the evicted pod: %v (it stays; only its instance goes)", err)
+	}
+}

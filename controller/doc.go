@@ -8,9 +8,12 @@
 // one of them (EurekaReachable).
 //
 // Orphans are instances carrying this cluster's markers (managed-by,
-// cluster id, namespace, syncer) whose pod UID no longer exists: absent
-// from the cache and then from an uncached read of the API server. An
-// instance without this cluster's markers (a VM's, another cluster's) is
+// cluster id, namespace, syncer) whose pod UID no longer exists (absent
+// from the cache and then from an uncached read of the API server) or whose
+// pod has finished (phase Failed, an evicted pod among them, or Succeeded:
+// its registrar has stopped, and an instance it could not cancel would stay
+// UP until its lease ends, and for good under Eureka's self-preservation).
+// An instance without this cluster's markers (a VM's, another cluster's) is
 // never touched. Orphans are only looked for after the pod informer has
 // synced, which controller-runtime guarantees before the first reconcile.
 //

@@ -31,9 +31,12 @@ func orphanSuspects(insts []eureka.Instance, known map[types.UID]struct{}) map[t
 
 // collectOrphans cancels the instances (all of this cluster and syncer:
 // insts come filtered by markers, read at readAt) whose pod no longer
-// exists, and returns how many it removed and the instances left. A pod is
-// gone only when neither the cache nor an uncached read of the API server
-// knows its UID. An instance cancelled since the read is not cancelled and
+// exists or has finished, and returns how many it removed and the instances
+// left. A pod is gone when neither the cache nor an uncached read of the
+// API server knows its UID, or when the cache says it has finished (Failed,
+// an evicted pod among them, or Succeeded: a phase it never leaves, whose
+// registrar has stopped; a registrar that could not cancel would otherwise
+// leave it UP until its lease ends, and for good under self-preservation). An instance cancelled since the read is not cancelled and
 // counted again: a read older than the cancel still lists it, and a second
 // cancel, failed over to a peer the first has not reached yet, would even
 // succeed.
@@ -48,18 +51,30 @@ func (r *Reconciler) collectOrphans(ctx context.Context, s *v1alpha1.EurekaSynce
 	if err := r.client.List(ctx, &cached, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return 0, insts, fmt.Errorf("list pods: %w", err)
 	}
-	forgetKnown(gone, cached.Items, func(p *corev1.Pod) types.UID { return p.UID })
+	finishedUIDs := map[types.UID]struct{}{}
+	for i := range cached.Items {
+		if pod := &cached.Items[i]; finished(pod) {
+			finishedUIDs[pod.UID] = struct{}{}
+		} else {
+			delete(gone, pod.UID)
+		}
+	}
 	if len(gone) == 0 {
 		return 0, insts, nil
 	}
 	// The cache may lag behind a pod created a moment ago whose registrar
-	// was quicker: ask the API server itself.
+	// was quicker: ask the API server itself (for metadata only: a pod the
+	// cache has seen finished stays finished).
 	var current metav1.PartialObjectMetadataList
 	current.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 	if err := r.apiReader.List(ctx, &current, client.InNamespace(s.Namespace)); err != nil {
 		return 0, insts, fmt.Errorf("confirm that pods are gone: %w", err)
 	}
-	forgetKnown(gone, current.Items, func(p *metav1.PartialObjectMetadata) types.UID { return p.UID })
+	for i := range current.Items {
+		if _, done := finishedUIDs[current.Items[i].UID]; !done {
+			delete(gone, current.Items[i].UID)
+		}
+	}
 	if len(gone) == 0 {
 		return 0, insts, nil
 	}
@@ -91,16 +106,9 @@ func (r *Reconciler) collectOrphans(ctx context.Context, s *v1alpha1.EurekaSynce
 	if len(removed) > 0 {
 		orphansRemoved.WithLabelValues(s.Namespace, s.Name).Add(float64(len(removed)))
 		r.log.WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name, "instances": removed}).
-			Info("removed instances whose pod no longer exists")
+			Info("removed instances whose pod no longer exists or has finished")
 		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "OrphansRemoved", "CollectOrphans",
-			"removed %d instance(s) whose pod no longer exists: %s", len(removed), names(removed))
+			"removed %d instance(s) whose pod no longer exists or has finished: %s", len(removed), names(removed))
 	}
 	return len(removed), kept, err
-}
-
-// forgetKnown deletes from uids those of objs.
-func forgetKnown[T any](uids map[types.UID]struct{}, objs []T, uid func(*T) types.UID) {
-	for i := range objs {
-		delete(uids, uid(&objs[i]))
-	}
 }

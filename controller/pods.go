@@ -33,8 +33,10 @@ type podCounts struct {
 	// adaptations of the live pods of this syncer (skipped ones included),
 	// one entry per reason, sorted by reason.
 	adaptations []v1alpha1.PodAdaptations
-	// uids of every pod the selector matches, terminated ones and other
-	// syncers' included: an instance of any of them is not an orphan.
+	// uids of every pod the selector matches that has not finished,
+	// terminating ones and other syncers' included: an instance of any of
+	// them is not an orphan. A finished pod's (Failed, Succeeded) is: its
+	// registrar has stopped and cannot cancel or heartbeat any more.
 	uids map[types.UID]struct{}
 }
 
@@ -50,7 +52,9 @@ func countPods(pods []corev1.Pod, syncer, registrarImage string) podCounts {
 	c := podCounts{uids: make(map[types.UID]struct{}, len(pods)), ownedByOthers: map[string][]string{}}
 	sorted := make([]*corev1.Pod, 0, len(pods))
 	for i := range pods {
-		c.uids[pods[i].UID] = struct{}{}
+		if !finished(&pods[i]) {
+			c.uids[pods[i].UID] = struct{}{}
+		}
 		if live(&pods[i]) {
 			sorted = append(sorted, &pods[i])
 		}
@@ -128,6 +132,9 @@ func live(pod *corev1.Pod) bool {
 	return pod.DeletionTimestamp == nil && !finished(pod)
 }
 
+// finished: the pod's containers have all stopped for good (phase Failed,
+// an evicted pod among them, or Succeeded): its registrar can neither
+// heartbeat nor cancel, so its instance counts as an orphan.
 func finished(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }

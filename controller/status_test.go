@@ -237,20 +237,32 @@ func injectedBy(syncer string, drain string, adaptations ...v1alpha1.Adaptation)
 	return a
 }
 
-func TestCountPods_TerminatingAndFinishedPodsAreNotSelectedButKeepTheirInstances(t *testing.T) {
+func TestCountPods_TerminatingPodsKeepTheirInstancesFinishedOnesDoNot(t *testing.T) {
 	now := metav1.Now()
 	terminating := podFixture("terminating", true, true, injectedBy("orders", "100")...)
 	terminating.DeletionTimestamp = &now
 	done := podFixture("done", true, false, injectedBy("orders", "100")...)
 	done.Status.Phase = corev1.PodSucceeded
+	evicted := podFixture("evicted", true, false, injectedBy("orders", "100")...)
+	evicted.Status.Phase, evicted.Status.Reason = corev1.PodFailed, "Evicted"
 	got := countPods([]corev1.Pod{
 		podFixture("b-ready", true, true, injectedBy("orders", "100")...),
 		podFixture("c-starting", true, false, injectedBy("orders", "100")...),
 		podFixture("a-plain", false, true),
-		terminating, done,
+		terminating, done, evicted,
 	}, "orders", "")
-	if got.selected != 3 || got.injected != 2 || got.ready != 2 || strings.Join(got.notInjected, ",") != "a-plain" || len(got.uids) != 5 {
+	if got.selected != 3 || got.injected != 2 || got.ready != 2 || strings.Join(got.notInjected, ",") != "a-plain" {
 		t.Errorf("countPods = %+v", got)
+	}
+	for _, pod := range []string{"a-plain", "b-ready", "c-starting", "terminating"} {
+		if _, ok := got.uids[types.UID("uid-"+pod)]; !ok {
+			t.Errorf("the instance of %s would count as an orphan", pod)
+		}
+	}
+	for _, pod := range []string{"done", "evicted"} {
+		if _, ok := got.uids[types.UID("uid-"+pod)]; ok {
+			t.Errorf("the instance of finished pod %s would not count as an orphan", pod)
+		}
 	}
 }
 
