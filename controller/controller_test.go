@@ -546,16 +546,18 @@ func TestOrphans_APodThatNoLongerMatchesIsNotAnOrphan(t *testing.T) {
 	})
 }
 
-func TestDelete_WhileEurekaIsDownTheSyncerStaysUntilItAnswers(t *testing.T) {
+func TestDelete_WhileEurekaIsDownAndAPodRunsTheRegistrarTheSyncerStaysUntilItAnswers(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	s := newSyncer(t, ns, "payments") // default URL: through the proxy
 	c := directClient(t, server.URL())
 	foreign(t, c, s) // checked untouched at the end
-	// Only an instance is left of this syncer: its pod is gone, so nothing
-	// in Kubernetes holds the syncer back; only Eureka says it must stay.
+	// An instance whose pod is gone, and a pod that still runs the
+	// registrar (and could register again while Eureka is away): the
+	// finalizer waits for Eureka as long as it takes.
 	gone := newPod(t, ns, "payments", "payments-1", true, "10.0.5.1")
 	inst := register(t, c, s, gone)
+	running := newPod(t, ns, "payments", "payments-2", true, "10.0.5.2")
 	harness.Eventually(t, patience, "finalizer added", func() error {
 		got, err := getSyncer(s)
 		if err != nil || len(got.Finalizers) == 0 {
@@ -571,7 +573,7 @@ func TestDelete_WhileEurekaIsDownTheSyncerStaysUntilItAnswers(t *testing.T) {
 	if err := k8s.Delete(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, patience, "deletion blocked, saying why and how to abandon", func() error {
+	harness.Eventually(t, patience, "deletion blocked, saying why and how to abandon, with no time limit while the pod runs", func() error {
 		got, err := getSyncer(s)
 		if err != nil {
 			return fmt.Errorf("syncer: %w (it must stay while its instances cannot be removed)", err)
@@ -580,6 +582,20 @@ func TestDelete_WhileEurekaIsDownTheSyncerStaysUntilItAnswers(t *testing.T) {
 		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "DetachBlocked" ||
 			!strings.Contains(cond.Message, v1alpha1.Finalizer) || !strings.Contains(cond.Message, proxy.Addr()) {
 			return fmt.Errorf("EurekaReachable %+v, want DetachBlocked naming the finalizer and the URL", cond)
+		}
+		synced := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSynced)
+		if synced == nil || synced.Reason != "Detaching" {
+			return fmt.Errorf("Synced %+v, want Detaching", synced)
+		}
+		if strings.Contains(synced.Message, "waits for Eureka until") {
+			t.Fatalf("Synced %q: a deadline while a pod runs the registrar", synced.Message)
+		}
+		var pod corev1.Pod
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(running), &pod); err != nil {
+			return err
+		}
+		if pod.Annotations[v1alpha1.TrafficAnnotation] != v1alpha1.TrafficDetached {
+			return fmt.Errorf("pod annotations %v, want it told %s (then only Eureka holds the syncer)", pod.Annotations, v1alpha1.TrafficDetached)
 		}
 		return nil
 	})
@@ -597,6 +613,115 @@ func TestDelete_WhileEurekaIsDownTheSyncerStaysUntilItAnswers(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+func TestDelete_AnUnreachableEurekaHoldsTheFinalizerOnlySoLongOnceNoPodRunsTheRegistrar(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	port, err := harness.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere := fmt.Sprintf("http://127.0.0.1:%d/eureka", port) // a typo, a retired server: nobody listens
+	s := newSyncer(t, ns, "ledger", nowhere)
+	pod := newPod(t, ns, "ledger", "ledger-1", true, "10.0.6.1")
+	harness.Eventually(t, patience, "finalizer added", func() error {
+		got, err := getSyncer(s)
+		if err != nil || len(got.Finalizers) == 0 {
+			return fmt.Errorf("finalizers %v, %v", got.Finalizers, err)
+		}
+		return nil
+	})
+	if err := k8s.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "detach blocked while the pod runs the registrar, with no time limit", func() error {
+		got, err := getSyncer(s)
+		if err != nil {
+			return fmt.Errorf("syncer: %w (it must stay while a pod runs its registrar)", err)
+		}
+		cond := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionEurekaReachable)
+		if cond == nil || cond.Reason != "DetachBlocked" || !strings.Contains(cond.Message, nowhere) {
+			return fmt.Errorf("EurekaReachable %+v, want DetachBlocked naming %s", cond, nowhere)
+		}
+		if synced := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSynced); synced != nil && strings.Contains(synced.Message, "waits for Eureka until") {
+			t.Fatalf("Synced %q: a deadline while a pod runs the registrar", synced.Message)
+		}
+		var p corev1.Pod
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(pod), &p); err != nil {
+			return err
+		}
+		if p.Annotations[v1alpha1.TrafficAnnotation] != v1alpha1.TrafficDetached {
+			return fmt.Errorf("pod annotations %v, want it told %s", p.Annotations, v1alpha1.TrafficDetached)
+		}
+		return nil
+	})
+
+	// The namespace is being deleted, say: the pod goes, nothing can
+	// heartbeat any more, and the finalizer waits for Eureka no longer
+	// than the bound.
+	podGone := time.Now()
+	if err := k8s.Delete(ctx, pod, &clientGrace0); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "Synced announcing when the finalizer goes", func() error {
+		got, err := getSyncer(s)
+		if apierrors.IsNotFound(err) {
+			return nil // gone already: checked below
+		}
+		if err != nil {
+			return err
+		}
+		if synced := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSynced); synced == nil || !strings.Contains(synced.Message, "waits for Eureka until") {
+			return fmt.Errorf("Synced %+v, want the deadline", synced)
+		}
+		return nil
+	})
+	harness.Eventually(t, detachTimeout+patience, "the syncer gone within the bound", func() error {
+		if _, err := getSyncer(s); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("syncer still there %s after its last pod went (%v)", time.Since(podGone).Round(time.Second), err)
+		}
+		return nil
+	})
+	if waited := time.Since(podGone); waited < detachTimeout {
+		t.Errorf("the finalizer went %s after the last pod, before the %s bound", waited, detachTimeout)
+	}
+	events, err := syncerEvents(ns, s.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned bool
+	for _, e := range events {
+		switch {
+		case e.Reason == "Detached":
+			t.Errorf("event %s %q: nothing confirmed that Eureka holds nothing", e.Reason, e.Message)
+		case e.Reason == "DetachTimedOut":
+			warned = true
+			for _, want := range []string{nowhere, "lease", "self-preservation"} {
+				if e.Type != corev1.EventTypeWarning || !strings.Contains(e.Message, want) {
+					t.Errorf("event %s %s %q, want a Warning naming %q", e.Type, e.Reason, e.Message, want)
+				}
+			}
+		}
+	}
+	if !warned {
+		t.Errorf("no DetachTimedOut event among %d", len(events))
+	}
+}
+
+// syncerEvents lists the Events about the syncer named name in ns.
+func syncerEvents(ns, name string) ([]corev1.Event, error) {
+	var list corev1.EventList
+	if err := k8s.List(context.Background(), &list, &clientInNamespace{ns}); err != nil {
+		return nil, err
+	}
+	var out []corev1.Event
+	for _, e := range list.Items {
+		if e.InvolvedObject.Kind == "EurekaSyncer" && e.InvolvedObject.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 func TestOrphans_TheInstanceOfAFinishedPodIsRemoved(t *testing.T) {

@@ -3,13 +3,18 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/sidecar"
 )
 
 // takeOutOfTraffic tells the pods of a deleted syncer that it is gone
@@ -33,9 +38,9 @@ func (r *Reconciler) takeOutOfTraffic(ctx context.Context, s *v1alpha1.EurekaSyn
 		r.log.WithError(err).WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name}).Warn("deleted syncer: could not mark every pod Detached; retried at the next pass")
 	}
 	if obs.eurekaErr != nil {
-		obs.eurekaReason = reasonDetachBlocked
-		obs.eurekaErr = fmt.Errorf("cannot remove this syncer's instances; the finalizer %s stays until Eureka answers (remove it by hand to abandon them): %w",
-			v1alpha1.Finalizer, obs.eurekaErr)
+		obs.detachCause, obs.eurekaReason = obs.eurekaErr, reasonDetachBlocked
+		obs.eurekaErr = fmt.Errorf("cannot remove this syncer's instances; the finalizer %s stays until Eureka answers, and once no pod runs the syncer's registrar for at most %s more (remove it by hand to abandon them sooner): %w",
+			v1alpha1.Finalizer, r.opts.DetachTimeout, obs.eurekaErr)
 		return
 	}
 	var marked, pods []string
@@ -48,6 +53,7 @@ func (r *Reconciler) takeOutOfTraffic(ctx context.Context, s *v1alpha1.EurekaSyn
 		down.Status = eureka.StatusDown
 		if err := cl.Register(ctx, down); err != nil {
 			obs.eurekaErr, obs.eurekaReason = fmt.Errorf("take %s out of traffic: %w", inst.InstanceID, err), reasonEurekaUnreachable
+			obs.detachCause = obs.eurekaErr
 			break
 		}
 		inst.Status = eureka.StatusDown
@@ -69,14 +75,126 @@ func (o *observed) detached() bool {
 	return o.eurekaErr == nil && len(o.instances) == 0 && len(o.registrarPods) == 0
 }
 
+// DefaultDetachTimeout is how long a deleted syncer's finalizer waits for
+// Eureka once no pod runs the syncer's registrar, when Eureka cannot be
+// read or an instance cannot be removed (Options.DetachTimeout). While a
+// pod runs the registrar the finalizer waits as long as it takes: the
+// registrar could still register or heartbeat. Once none does, nothing of
+// this cluster keeps the syncer's instances alive: Eureka evicts them when
+// their lease runs out (unless it is in self-preservation), and a syncer
+// whose Eureka is gone for good (a typo, a retired server) must not keep
+// its namespace Terminating. Two minutes give Eureka several resyncs to
+// come back and have the orphans cancelled, and outlast the 90 s lease of
+// the instances left.
+const DefaultDetachTimeout = 2 * time.Minute
+
+// detachClocks remember since when each deleted syncer has had no pod
+// running its registrar: the finalizer waits for Eureka at most
+// Options.DetachTimeout from then. In memory: a new leader starts counting
+// again, so the wait may be longer, never shorter.
+type detachClocks struct {
+	mu    sync.Mutex
+	since map[types.NamespacedName]detachClock
+}
+
+type detachClock struct {
+	uid types.UID // of the syncer: one created again with the name starts again
+	at  time.Time
+}
+
+// start returns since when the syncer has had no pod running its
+// registrar, now when this is the first time.
+func (c *detachClocks) start(s *v1alpha1.EurekaSyncer, now time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := client.ObjectKeyFromObject(s)
+	if clock, ok := c.since[key]; ok && clock.uid == s.UID {
+		return clock.at
+	}
+	if c.since == nil {
+		c.since = map[types.NamespacedName]detachClock{}
+	}
+	c.since[key] = detachClock{uid: s.UID, at: now}
+	return now
+}
+
+func (c *detachClocks) stop(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.since, key)
+}
+
+// detachDeadline is when the finalizer of a deleted syncer stops waiting for
+// Eureka: DetachTimeout after no pod ran its registrar any more. Zero while
+// a pod runs it, or when nothing is left to wait for.
+func (r *Reconciler) detachDeadline(s *v1alpha1.EurekaSyncer, obs *observed, now time.Time) time.Time {
+	if obs.detached() || len(obs.aliveRegistrarPods) > 0 {
+		r.detachClocks.stop(client.ObjectKeyFromObject(s))
+		return time.Time{}
+	}
+	return r.detachClocks.start(s, now).Add(r.opts.DetachTimeout)
+}
+
+// releaseDetached lets a syncer go once nothing it made is left.
+func (r *Reconciler) releaseDetached(ctx context.Context, s *v1alpha1.EurekaSyncer) error {
+	if err := r.releaseFinalizer(ctx, s); err != nil {
+		return err
+	}
+	r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "Detached", "Detach",
+		"no instance of this syncer is left in Eureka and no pod runs its registrar; the syncer can go")
+	return nil
+}
+
+// abandonDetach lets a syncer go without Eureka's word, DetachTimeout after
+// no pod ran its registrar any more, and says in a Warning Event what may
+// be left in Eureka.
+func (r *Reconciler) abandonDetach(ctx context.Context, s *v1alpha1.EurekaSyncer, obs *observed) error {
+	if err := r.releaseFinalizer(ctx, s); err != nil {
+		return err
+	}
+	left := r.leftInEureka(s, obs)
+	r.log.WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name, "waited": r.opts.DetachTimeout, "left": left}).
+		Warn("deleted syncer: no pod runs its registrar and Eureka did not let its instances be removed in time; released the finalizer anyway")
+	r.recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonDetachTimedOut, "Detach", "%s", truncate(fmt.Sprintf(
+		"released the finalizer without Eureka's word: no pod has run this syncer's registrar for %s. May be left in Eureka: %s. "+
+			"Nothing heartbeats them any more: Eureka evicts each when its lease (%s) runs out, unless the server is in self-preservation; then cancel them by hand",
+		r.opts.DetachTimeout, left, leaseDuration(s)), maxEventNote))
+	return nil
+}
+
+// leftInEureka names what a deleted syncer may leave in Eureka: the
+// instances that could not be removed, or why they could not be read.
+func (r *Reconciler) leftInEureka(s *v1alpha1.EurekaSyncer, obs *observed) string {
+	if !obs.registryRead {
+		return fmt.Sprintf("its instances, if any (could not read the registry at %s: %v)", strings.Join(r.clients.urls(s), ", "), obs.detachCause)
+	}
+	ids := make([]string, 0, len(obs.instances))
+	for _, inst := range obs.instances {
+		ids = append(ids, inst.InstanceID)
+	}
+	left := fmt.Sprintf("app %s, instance(s) %s", s.EffectiveAppName(), names(ids))
+	if obs.detachCause != nil {
+		left += fmt.Sprintf(" (could not remove them: %v)", obs.detachCause)
+	}
+	return left
+}
+
+// leaseDuration is how long Eureka keeps an instance of s without a
+// heartbeat.
+func leaseDuration(s *v1alpha1.EurekaSyncer) time.Duration {
+	if d := s.Spec.Lease.DurationSeconds; d > 0 {
+		return time.Duration(d) * time.Second
+	}
+	return sidecar.DefaultLeaseDuration
+}
+
 // releaseFinalizer lets the API server delete the syncer.
 func (r *Reconciler) releaseFinalizer(ctx context.Context, s *v1alpha1.EurekaSyncer) error {
 	controllerutil.RemoveFinalizer(s, v1alpha1.Finalizer)
 	if err := r.client.Update(ctx, s); err != nil {
 		return client.IgnoreNotFound(fmt.Errorf("release finalizer: %w", err))
 	}
+	r.detachClocks.stop(client.ObjectKeyFromObject(s))
 	forgetMetrics(s.Namespace, s.Name)
-	r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "Detached", "Detach",
-		"no instance of this syncer is left in Eureka and no pod runs its registrar; the syncer can go")
 	return nil
 }

@@ -30,6 +30,20 @@
 // syncer is left and no pod runs its registrar; until then the Synced
 // condition (reason Detaching) and events name the pods to restart.
 //
+// A finalizer never holds a namespace hostage: while a pod runs the
+// syncer's registrar (not Failed or Succeeded), the finalizer waits for
+// Eureka as long as it takes, since that registrar could still register or
+// heartbeat; once none does, it waits at most DefaultDetachTimeout (2
+// minutes; Options.DetachTimeout) counted from when the reconciler first
+// found no such pod (in memory: a new leader counts again, so the wait may
+// be longer, never shorter), then is released anyway (Eureka unreachable, a
+// typo in its URLs, an instance that cannot be cancelled). A Warning Event
+// DetachTimedOut names what may be left (the app and instance ids, or that
+// the registry could not be read at its URLs, and why): nothing heartbeats
+// those instances, so Eureka evicts them when their lease runs out, unless
+// it is in self-preservation. Meanwhile Synced says when the finalizer
+// goes, and the reconcile is requeued for then (or the next resync).
+//
 // A syncer counts the pods it owns: those its selector matches that it
 // injected (annotation eurekube.io/syncer) or that no syncer injected
 // (created before injection was enabled, or opted out: PodsInjected names

@@ -38,13 +38,18 @@ type clients struct {
 // resyncs, so only a rotated or deleted syncer's cache goes.
 const unusedFor = 10 * time.Minute
 
+// urls are the Eureka servers of a syncer: its own, else the manager's.
+func (c *clients) urls(s *v1alpha1.EurekaSyncer) []string {
+	if len(s.Spec.Eureka.ServiceURLs) > 0 {
+		return s.Spec.Eureka.ServiceURLs
+	}
+	return c.defaults
+}
+
 // forSyncer returns the registry cache of a syncer's servers, credentials
 // and TLS material.
 func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eureka.RegistryCache, error) {
-	urls := s.Spec.Eureka.ServiceURLs
-	if len(urls) == 0 {
-		urls = c.defaults
-	}
+	urls := c.urls(s)
 	access, err := readEurekaAccess(ctx, c.reader, c.grant, s)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,10 @@ const (
 	// quiet machine, far more on a busy one; how fast it is belongs to
 	// make bench.
 	patience = time.Minute
+	// detachTimeout: a deleted syncer's finalizer waits this long for
+	// Eureka once no pod runs its registrar (the default's two minutes
+	// would make its test wait that long).
+	detachTimeout = 10 * time.Second
 )
 
 var (
@@ -79,7 +83,7 @@ func TestMain(m *testing.M) {
 		log := logrus.New()
 		log.SetOutput(io.Discard)
 		if err := controller.Setup(mgr, controller.Options{
-			ClusterID: clusterID, ResyncPeriod: resync, EurekaTimeout: time.Second,
+			ClusterID: clusterID, ResyncPeriod: resync, EurekaTimeout: time.Second, DetachTimeout: detachTimeout,
 			DefaultEurekaURLs: []string{"http://" + proxy.Addr() + "/eureka"}, Logger: log,
 		}); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -111,21 +111,25 @@ func hasDrain(pod *corev1.Pod) bool {
 	return err == nil && seconds > 0
 }
 
-// podsNotYetDetached names the pods, sorted, that run the registrar the
-// named syncer injected and have not been told that it is gone (annotation
-// eurekube.io/traffic: Detached); terminating ones included: their
-// registrar has not left yet.
-func podsNotYetDetached(pods []corev1.Pod, syncer string) []string {
-	var out []string
+// registrarPodsOf names, sorted, the pods that run the registrar the named
+// syncer injected and have not finished, terminating ones included (their
+// registrar has not left yet): alive, all of them, which could still
+// register or heartbeat; notDetached, those among them not yet told that
+// the syncer is gone (annotation eurekube.io/traffic: Detached).
+func registrarPodsOf(pods []corev1.Pod, syncer string) (alive, notDetached []string) {
 	for i := range pods {
 		pod := &pods[i]
-		if pod.Annotations[v1alpha1.SyncerAnnotation] == syncer && v1alpha1.RunsRegistrar(pod) && !finished(pod) &&
-			pod.Annotations[v1alpha1.TrafficAnnotation] != v1alpha1.TrafficDetached {
-			out = append(out, pod.Name)
+		if pod.Annotations[v1alpha1.SyncerAnnotation] != syncer || !v1alpha1.RunsRegistrar(pod) || finished(pod) {
+			continue
+		}
+		alive = append(alive, pod.Name)
+		if pod.Annotations[v1alpha1.TrafficAnnotation] != v1alpha1.TrafficDetached {
+			notDetached = append(notDetached, pod.Name)
 		}
 	}
-	sort.Strings(out)
-	return out
+	sort.Strings(alive)
+	sort.Strings(notDetached)
+	return alive, notDetached
 }
 
 func live(pod *corev1.Pod) bool {

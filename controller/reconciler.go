@@ -41,6 +41,10 @@ type Options struct {
 	// injected with another image (spec.sidecar.image aside) count as
 	// outdated. Empty: none does.
 	RegistrarImage string
+	// DetachTimeout: how long a deleted syncer's finalizer waits for
+	// Eureka once no pod runs the syncer's registrar (detach.go); default
+	// DefaultDetachTimeout.
+	DetachTimeout time.Duration
 	// EurekaTimeout bounds one Eureka request (default: the eureka
 	// package's).
 	EurekaTimeout time.Duration
@@ -58,6 +62,9 @@ const (
 	lastSyncRefresh = 5 * time.Minute
 	// maxNamedPods is how many names a condition message or event lists.
 	maxNamedPods = 5
+	// maxEventNote: the API refuses an Event whose note is longer than
+	// 1 KiB.
+	maxEventNote = 1000
 	// maxConcurrentReconciles: a reconcile mostly waits for the API
 	// server (Eureka is read once per resync for all syncers of a server
 	// set), so reconciles overlap those waits; and syncers of a server
@@ -80,6 +87,9 @@ type Reconciler struct {
 	cancelled *writeMemo
 	// leases heartbeats the instances of Service-mode syncers (leases.go).
 	leases *leaseKeeper
+	// detachClocks: since when each deleted syncer has had no pod running
+	// its registrar (detach.go).
+	detachClocks *detachClocks
 }
 
 // NewReconciler returns a reconciler using the manager's clients. Setup
@@ -91,6 +101,9 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 	if o.Logger == nil {
 		o.Logger = logrus.StandardLogger()
 	}
+	if o.DetachTimeout <= 0 {
+		o.DetachTimeout = DefaultDetachTimeout
+	}
 	return &Reconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
@@ -98,9 +111,10 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 		log:       o.Logger,
 		opts:      o,
 		// Longer than a resync plus the server's response cache (30 s).
-		overrides: &writeMemo{ttl: o.ResyncPeriod + time.Minute},
-		cancelled: &writeMemo{ttl: o.ResyncPeriod + time.Minute},
-		leases:    newLeaseKeeper(o.Logger),
+		overrides:    &writeMemo{ttl: o.ResyncPeriod + time.Minute},
+		cancelled:    &writeMemo{ttl: o.ResyncPeriod + time.Minute},
+		leases:       newLeaseKeeper(o.Logger),
+		detachClocks: &detachClocks{},
 		clients: &clients{
 			reader: mgr.GetAPIReader(), grant: o.Grant, defaults: o.DefaultEurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
 			log: o.Logger, observer: requestObserver{}, byKey: map[[32]byte]*eureka.RegistryCache{},
@@ -168,6 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// Gone without its finalizer (removed by hand): stop heartbeating
 			// its Service instances, which Eureka then lets expire.
 			r.leases.forget(req.NamespacedName)
+			r.detachClocks.stop(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -197,6 +212,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.syncService(ctx, &s, cl, &obs)
 	if deleting {
 		r.takeOutOfTraffic(ctx, &s, cl, &obs)
+		obs.detachDeadline = r.detachDeadline(&s, &obs, time.Now())
 	}
 	if !deleting {
 		r.applyTraffic(ctx, &s, cl, &obs)
@@ -233,8 +249,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// After the write: a failed write reports the change on the next try,
 	// not twice.
 	r.reportAdaptations(&s, previous, obs.pods.adaptations)
-	if deleting && obs.detached() {
-		return reconcile.Result{}, r.releaseFinalizer(ctx, &s)
+	if deleting {
+		switch {
+		case obs.detached():
+			return reconcile.Result{}, r.releaseDetached(ctx, &s)
+		case obs.detachDeadline.IsZero():
+		case time.Now().Before(obs.detachDeadline):
+			return reconcile.Result{RequeueAfter: min(r.opts.ResyncPeriod, time.Until(obs.detachDeadline))}, nil
+		default:
+			return reconcile.Result{}, r.abandonDetach(ctx, &s, &obs)
+		}
 	}
 	return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
 }
@@ -273,7 +297,7 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		if err := r.client.List(ctx, &all, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 			return observed{}, nil, fmt.Errorf("list pods: %w", err)
 		}
-		obs.registrarPods = podsNotYetDetached(all.Items, s.Name)
+		obs.aliveRegistrarPods, obs.registrarPods = registrarPodsOf(all.Items, s.Name)
 	}
 	cache, err := r.clients.forSyncer(ctx, s)
 	if err != nil {
@@ -282,6 +306,8 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 	}
 	if err = r.instances(ctx, s, cache, &obs); err != nil {
 		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaUnreachable
+	} else {
+		obs.registryRead = true
 	}
 	return obs, cache.Client(), nil
 }

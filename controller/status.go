@@ -19,6 +19,9 @@ const (
 	reasonEurekaUnreachable = "EurekaUnreachable"
 	reasonEurekaConfig      = "EurekaConfigInvalid"
 	reasonDetachBlocked     = "DetachBlocked"
+	// reasonDetachTimedOut: the Warning Event of a finalizer released
+	// without Eureka's word (detach.go).
+	reasonDetachTimedOut = "DetachTimedOut"
 )
 
 // Reasons of the Synced, Exclusive and Drained conditions.
@@ -44,6 +47,20 @@ type observed struct {
 	// that have not yet been told it is gone (annotation
 	// eurekube.io/traffic: Detached).
 	registrarPods []string
+	// aliveRegistrarPods: for a deleted syncer, every pod running its
+	// registrar that has not finished (told or not): while there is one,
+	// the finalizer waits for Eureka as long as it takes.
+	aliveRegistrarPods []string
+	// detachDeadline: for a deleted syncer that no pod runs the registrar
+	// of and that something in Eureka keeps, when the finalizer stops
+	// waiting for Eureka (detach.go); zero otherwise.
+	detachDeadline time.Time
+	// detachCause: why a deleted syncer's instances could not be read or
+	// removed.
+	detachCause error
+	// registryRead: this cluster's instances of the syncer were read, so
+	// instances is what Eureka holds (less what was removed since).
+	registryRead bool
 	// instances: this cluster's instances of the syncer, orphans removed.
 	instances      []eureka.Instance
 	orphansRemoved int
@@ -108,8 +125,8 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 }
 
 // conditions returns Synced, EurekaReachable, PodsInjected, Exclusive,
-// Drained, RegistrarCurrent, TrafficApplied and LeaseSafe. up counts the instances
-// UP, and those held OUT_OF_SERVICE on purpose.
+// Drained, RegistrarCurrent, TrafficApplied and LeaseSafe. up counts the
+// instances UP, and those held OUT_OF_SERVICE on purpose.
 func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Condition {
 	injected := metav1.Condition{Type: v1alpha1.ConditionPodsInjected, Status: metav1.ConditionTrue, Reason: "AllInjected",
 		Message: fmt.Sprintf("%d of %d selected pod(s) run the registrar", obs.pods.injected, obs.pods.selected)}
@@ -124,7 +141,8 @@ func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Cond
 		reachable.Status, reachable.Reason, reachable.Message = metav1.ConditionFalse, obs.eurekaReason, truncate(obs.eurekaErr.Error(), 1024)
 	}
 
-	return []metav1.Condition{synced(s, obs, up, injected), reachable, injected, exclusive(s, obs), drained(obs), registrarCurrent(s, obs), trafficCondition(s, obs), leaseSafe(s)}
+	return []metav1.Condition{synced(s, obs, up, injected), reachable, injected, exclusive(s, obs), drained(obs), registrarCurrent(s, obs),
+		trafficCondition(s, obs), leaseSafe(s)}
 }
 
 // synced says whether Eureka agrees with Kubernetes: every selected pod
@@ -228,6 +246,10 @@ func detachingMessage(obs *observed) string {
 	b.WriteString("the syncer is being deleted; new pods are not injected")
 	if obs.eurekaErr != nil {
 		b.WriteString("; waiting for Eureka to answer to remove its instances")
+	}
+	if !obs.detachDeadline.IsZero() {
+		fmt.Fprintf(&b, "; no pod runs its registrar any more: the finalizer waits for Eureka until %s, then goes anyway (Event %s names what may be left in Eureka)",
+			obs.detachDeadline.UTC().Format(time.RFC3339), reasonDetachTimedOut)
 	}
 	if n := len(obs.instances); n > 0 {
 		fmt.Fprintf(&b, "; %d instance(s) stay in Eureka, DOWN, until their registrars read that the syncer is gone (the kubelet refreshes the pods' %s file within a minute or two) and cancel them, or their pods stop", n, v1alpha1.TrafficAnnotation)
