@@ -195,6 +195,7 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, s *v1alpha1.EurekaSyn
 		return client.IgnoreNotFound(fmt.Errorf("release finalizer: %w", err))
 	}
 	r.detachClocks.stop(client.ObjectKeyFromObject(s))
+	r.drifts.forget(client.ObjectKeyFromObject(s))
 	forgetMetrics(s.Namespace, s.Name)
 	return nil
 }

@@ -57,6 +57,25 @@
 // adapted for each pod (eurekube.io/adaptations) is aggregated per reason
 // into status, Events and a metric: see adaptations.go.
 //
+// What the registrars were given (registrars.go). A
+// registrar keeps the settings it was injected with (its environment's
+// literal values, which never change), so a pod injected from an older spec
+// (a syncer deleted and created again with other URLs, a changed port or
+// health check) keeps registering as before. Such pods are reported the way
+// pods on an older registrar image are: counted in outdatedRegistrarPods
+// (a pod once, whatever differs) under the one RegistrarCurrent condition,
+// as the fix is the same (restart them); its reason is OutdatedRegistrar
+// when any pod runs an older image and OutdatedSpec when only settings
+// differ, and the message names, per difference, the variable, both values
+// and the pods. Compared are the Eureka URLs, app name, port and health
+// check (type, scheme, path, port, period, timeout, thresholds): what the
+// webhook would give the pod now (webhook.Settings under the syncer, the
+// pod's annotations and the manager's webhook defaults, Options.Defaults)
+// against what its registrar parses from its environment
+// (sidecar.ParseEnv). Where either cannot be known nothing is claimed. A pod
+// is parsed again only when its resourceVersion or the syncer's generation
+// changed, so a resync of unchanged pods parses none.
+//
 // spec.traffic and lost nodes (traffic.go): Standby holds the syncer's
 // instances OUT_OF_SERVICE with Eureka's status override, Serve removes
 // it; the pods' eurekube.io/traffic annotation, which their registrars

@@ -22,6 +22,7 @@ import (
 	"github.com/eurekube/eurekube/controller"
 	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/tests/harness"
+	"github.com/eurekube/eurekube/webhook"
 )
 
 const (
@@ -84,7 +85,7 @@ func TestMain(m *testing.M) {
 		log.SetOutput(io.Discard)
 		if err := controller.Setup(mgr, controller.Options{
 			ClusterID: clusterID, ResyncPeriod: resync, EurekaTimeout: time.Second, DetachTimeout: detachTimeout,
-			DefaultEurekaURLs: []string{"http://" + proxy.Addr() + "/eureka"}, Logger: log,
+			Defaults: webhook.Defaults{EurekaURLs: []string{"http://" + proxy.Addr() + "/eureka"}, ClusterID: clusterID}, Logger: log,
 		}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/webhook"
 )
 
 // podCounts is what the pods a syncer's selector matches look like, from
@@ -25,8 +26,15 @@ type podCounts struct {
 	// absent or 0, sorted.
 	withoutDrain []string
 	// outdated names the live pods this syncer injected that run a
-	// registrar image other than the current one, sorted.
+	// registrar image other than the current one, or were given other
+	// settings than the current spec gives (outdatedSpec), sorted; a pod
+	// counts once.
 	outdated []string
+	// outdatedImage names, sorted, those that run another registrar image.
+	outdatedImage []string
+	// outdatedSpec: those injected from an older spec, grouped by what
+	// differs (specChanges), each list sorted.
+	outdatedSpec map[string][]string
 	// ownedByOthers: live pods another syncer injected, by that syncer,
 	// each list sorted.
 	ownedByOthers map[string][]string
@@ -40,16 +48,23 @@ type podCounts struct {
 	uids map[types.UID]struct{}
 }
 
-// countPods classifies the pods the selector of the named syncer matches.
+// countPods classifies the pods the selector of syncer s matches.
 // Pods being deleted or finished are not counted: their registrar is
 // leaving or gone. A pod another syncer injected (the webhook gives a pod
 // to the oldest matching syncer) is registered under that syncer's app, so
 // it is only counted as owned by it. A pod without the syncer annotation
 // (created before injection was enabled, or opted out) is selected and
-// named by PodsInjected. registrarImage is the image the webhook injects
-// for the syncer now; "" when unknown, and then no pod counts as outdated.
-func countPods(pods []corev1.Pod, syncer, registrarImage string) podCounts {
+// named by PodsInjected. defaults are the manager's webhook defaults: the
+// registrar image the webhook injects for s now (none known: no pod counts
+// as on an older image) and what it gives a pod (registrars.go); memo, when
+// not nil, spares parsing again the pods that did not change since the last
+// count.
+func countPods(pods []corev1.Pod, s *v1alpha1.EurekaSyncer, defaults webhook.Defaults, memo *driftMemo) podCounts {
 	c := podCounts{uids: make(map[types.UID]struct{}, len(pods)), ownedByOthers: map[string][]string{}}
+	registrarImage := s.EffectiveRegistrarImage(defaults.RegistrarImage)
+	drifts := memo.take(s)
+	defer memo.keep(s, drifts)
+	drift := func(pod *corev1.Pod) string { return drifts.of(pod, s, defaults) }
 	sorted := make([]*corev1.Pod, 0, len(pods))
 	for i := range pods {
 		if !finished(&pods[i]) {
@@ -64,10 +79,10 @@ func countPods(pods []corev1.Pod, syncer, registrarImage string) podCounts {
 	for _, pod := range sorted {
 		owner := pod.Annotations[v1alpha1.SyncerAnnotation]
 		switch {
-		case owner != "" && owner != syncer:
+		case owner != "" && owner != s.Name:
 			c.ownedByOthers[owner] = append(c.ownedByOthers[owner], pod.Name)
 			continue
-		case owner == syncer:
+		case owner == s.Name:
 			mine = append(mine, pod)
 			if pod.Annotations[v1alpha1.StatusAnnotation] == v1alpha1.StatusSkipped {
 				c.skipped++
@@ -77,11 +92,8 @@ func countPods(pods []corev1.Pod, syncer, registrarImage string) podCounts {
 		c.selected++
 		if v1alpha1.RunsRegistrar(pod) {
 			c.injected++
-			if owner == syncer && !hasDrain(pod) {
-				c.withoutDrain = append(c.withoutDrain, pod.Name)
-			}
-			if owner == syncer && registrarImage != "" && v1alpha1.InjectedRegistrarImage(pod) != registrarImage {
-				c.outdated = append(c.outdated, pod.Name)
+			if owner == s.Name {
+				c.countInjected(pod, registrarImage, drift)
 			}
 		} else {
 			c.notInjected = append(c.notInjected, pod.Name)
@@ -92,6 +104,29 @@ func countPods(pods []corev1.Pod, syncer, registrarImage string) podCounts {
 	}
 	c.adaptations = aggregateAdaptations(mine)
 	return c
+}
+
+// countInjected checks a live pod this syncer injected: its drain, its
+// registrar's image and the settings it was given.
+func (c *podCounts) countInjected(pod *corev1.Pod, registrarImage string, drift func(*corev1.Pod) string) {
+	if !hasDrain(pod) {
+		c.withoutDrain = append(c.withoutDrain, pod.Name)
+	}
+	outdated := false
+	if registrarImage != "" && v1alpha1.InjectedRegistrarImage(pod) != registrarImage {
+		c.outdatedImage = append(c.outdatedImage, pod.Name)
+		outdated = true
+	}
+	if changes := drift(pod); changes != "" {
+		if c.outdatedSpec == nil {
+			c.outdatedSpec = map[string][]string{}
+		}
+		c.outdatedSpec[changes] = append(c.outdatedSpec[changes], pod.Name)
+		outdated = true
+	}
+	if outdated {
+		c.outdated = append(c.outdated, pod.Name)
+	}
 }
 
 // ownedByOthersCount is how many selected pods other syncers injected.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/webhook"
 )
 
 // Options configure the reconciler.
@@ -35,12 +36,13 @@ type Options struct {
 	// ResyncPeriod: every syncer is reconciled at least this often
 	// (default 30 s), because Eureka cannot be watched.
 	ResyncPeriod time.Duration
-	// DefaultEurekaURLs serve syncers that name no server.
-	DefaultEurekaURLs []string
-	// RegistrarImage is the manager's --registrar-image: pods a syncer
-	// injected with another image (spec.sidecar.image aside) count as
-	// outdated. Empty: none does.
-	RegistrarImage string
+	// Defaults are what the manager's webhook gives every registrar
+	// (webhook.Defaults, from the same flags): its EurekaURLs serve syncers
+	// that name no server; pods a syncer injected with another image than
+	// its RegistrarImage (spec.sidecar.image aside) count as outdated (empty:
+	// none does), and so do pods whose registrar was given other settings
+	// than the webhook gives now (registrars.go).
+	Defaults webhook.Defaults
 	// DetachTimeout: how long a deleted syncer's finalizer waits for
 	// Eureka once no pod runs the syncer's registrar (detach.go); default
 	// DefaultDetachTimeout.
@@ -90,6 +92,9 @@ type Reconciler struct {
 	// detachClocks: since when each deleted syncer has had no pod running
 	// its registrar (detach.go).
 	detachClocks *detachClocks
+	// drifts: what the last count of each syncer's pods found they were
+	// injected with (registrars.go).
+	drifts *driftMemo
 }
 
 // NewReconciler returns a reconciler using the manager's clients. Setup
@@ -115,8 +120,9 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 		cancelled:    &writeMemo{ttl: o.ResyncPeriod + time.Minute},
 		leases:       newLeaseKeeper(o.Logger),
 		detachClocks: &detachClocks{},
+		drifts:       &driftMemo{},
 		clients: &clients{
-			reader: mgr.GetAPIReader(), grant: o.Grant, defaults: o.DefaultEurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
+			reader: mgr.GetAPIReader(), grant: o.Grant, defaults: o.Defaults.EurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
 			log: o.Logger, observer: requestObserver{}, byKey: map[[32]byte]*eureka.RegistryCache{},
 		},
 	}
@@ -183,6 +189,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// its Service instances, which Eureka then lets expire.
 			r.leases.forget(req.NamespacedName)
 			r.detachClocks.stop(req.NamespacedName)
+			r.drifts.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -289,7 +296,7 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		client.UnsafeDisableDeepCopy); err != nil { // read only
 		return observed{}, nil, fmt.Errorf("list pods: %w", err)
 	}
-	obs := observed{pods: countPods(pods.Items, s.Name, s.EffectiveRegistrarImage(r.opts.RegistrarImage))}
+	obs := observed{pods: countPods(pods.Items, s, r.opts.Defaults, r.drifts)}
 	if !s.DeletionTimestamp.IsZero() {
 		// Pods injected by this syncer keep its registrar even when its
 		// selector no longer matches them.

@@ -37,6 +37,7 @@ const (
 	reasonWithoutDrain      = "PodsWithoutDrain"
 	reasonRegistrarCurrent  = "AllCurrent"
 	reasonRegistrarOutdated = "OutdatedRegistrar"
+	reasonSpecOutdated      = "OutdatedSpec"
 	reasonAllDrained        = "AllDrained"
 )
 
@@ -227,18 +228,30 @@ func drained(obs *observed) metav1.Condition {
 }
 
 // registrarCurrent is False when pods this syncer injected run an older
-// registrar than the webhook injects now: they keep working, and a rollout
-// gives them the current one.
+// registrar than the webhook injects now, or were given other settings than
+// the spec gives now (specDrift): they keep working with what they were
+// given, and a rollout gives them the current registrar and settings. One
+// condition for both, as the fix is the same; the reason is
+// OutdatedRegistrar when any pod runs an older image, else OutdatedSpec.
 func registrarCurrent(s *v1alpha1.EurekaSyncer, obs *observed) metav1.Condition {
-	n := len(obs.pods.outdated)
-	if n == 0 {
+	p := &obs.pods
+	if len(p.outdated) == 0 {
 		return metav1.Condition{Type: v1alpha1.ConditionRegistrarCurrent, Status: metav1.ConditionTrue, Reason: reasonRegistrarCurrent,
-			Message: "every injected pod runs the registrar image the webhook injects now"}
+			Message: "every injected pod runs the registrar image the webhook injects now, with the settings the spec gives now"}
 	}
-	return metav1.Condition{Type: v1alpha1.ConditionRegistrarCurrent, Status: metav1.ConditionFalse, Reason: reasonRegistrarOutdated,
-		Message: fmt.Sprintf("%d injected pod(s) run an older registrar image than the webhook injects now (annotation %s): %s. "+
-			"They keep registering; restart them (kubectl rollout restart of their workload) to give them the current registrar",
-			n, v1alpha1.RegistrarImageAnnotation, names(obs.pods.outdated))}
+	reason := reasonSpecOutdated
+	var parts []string
+	if n := len(p.outdatedImage); n > 0 {
+		reason = reasonRegistrarOutdated
+		parts = append(parts, fmt.Sprintf("%d injected pod(s) run an older registrar image than the webhook injects now (annotation %s): %s",
+			n, v1alpha1.RegistrarImageAnnotation, names(p.outdatedImage)))
+	}
+	if len(p.outdatedSpec) > 0 {
+		parts = append(parts, specDriftMessage(p.outdatedSpec))
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionRegistrarCurrent, Status: metav1.ConditionFalse, Reason: reason,
+		Message: truncate(fmt.Sprintf("%s. They keep registering with what they were given at injection; restart them (kubectl rollout restart of their workload) to give them the current registrar and settings",
+			strings.Join(parts, "; ")), 2048)}
 }
 
 func detachingMessage(obs *observed) string {

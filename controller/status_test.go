@@ -17,6 +17,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/webhook"
 )
 
 // Pure unit tests of the status computation, the pod counts and the orphan
@@ -237,6 +238,12 @@ func injectedBy(syncer string, drain string, adaptations ...v1alpha1.Adaptation)
 	return a
 }
 
+// count classifies pods for the syncer orders, the webhook injecting
+// registrarImage.
+func count(pods []corev1.Pod, registrarImage string) podCounts {
+	return countPods(pods, syncerFixture(), webhook.Defaults{RegistrarImage: registrarImage}, nil)
+}
+
 func TestCountPods_TerminatingPodsKeepTheirInstancesFinishedOnesDoNot(t *testing.T) {
 	now := metav1.Now()
 	terminating := podFixture("terminating", true, true, injectedBy("orders", "100")...)
@@ -245,12 +252,12 @@ func TestCountPods_TerminatingPodsKeepTheirInstancesFinishedOnesDoNot(t *testing
 	done.Status.Phase = corev1.PodSucceeded
 	evicted := podFixture("evicted", true, false, injectedBy("orders", "100")...)
 	evicted.Status.Phase, evicted.Status.Reason = corev1.PodFailed, "Evicted"
-	got := countPods([]corev1.Pod{
+	got := count([]corev1.Pod{
 		podFixture("b-ready", true, true, injectedBy("orders", "100")...),
 		podFixture("c-starting", true, false, injectedBy("orders", "100")...),
 		podFixture("a-plain", false, true),
 		terminating, done, evicted,
-	}, "orders", "")
+	}, "")
 	if got.selected != 3 || got.injected != 2 || got.ready != 2 || strings.Join(got.notInjected, ",") != "a-plain" {
 		t.Errorf("countPods = %+v", got)
 	}
@@ -308,7 +315,7 @@ func TestCountPods_CountsOnlyThePodsThisSyncerOwns(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := countPods(tc.pods, "orders", "")
+			got := count(tc.pods, "")
 			if got.selected != tc.selected || got.injected != tc.injected || got.ready != tc.ready || got.skipped != tc.skipped || got.ownedByOthersCount() != tc.ownedByOthers {
 				t.Errorf("selected %d injected %d ready %d skipped %d owned by others %d, want %d %d %d %d %d",
 					got.selected, got.injected, got.ready, got.skipped, got.ownedByOthersCount(), tc.selected, tc.injected, tc.ready, tc.skipped, tc.ownedByOthers)
@@ -347,14 +354,14 @@ func TestCountPods_NamesThePodsOnAnOlderRegistrar(t *testing.T) {
 		rewrittenToADigest,
 		onImage("payments-1", "payments", "eurekube/registrar:1.0"), // another syncer's
 	}
-	if got := strings.Join(countPods(pods, "orders", "eurekube/registrar:2.0").outdated, ","); got != "orders-1,orders-2,orders-4" {
+	if got := strings.Join(count(pods, "eurekube/registrar:2.0").outdated, ","); got != "orders-1,orders-2,orders-4" {
 		t.Errorf("outdated = %q, want orders-1,orders-2,orders-4 (the image the webhook recorded counts, else the container's)", got)
 	}
-	if got := countPods(pods, "orders", "").outdated; len(got) != 0 {
+	if got := count(pods, "").outdated; len(got) != 0 {
 		t.Errorf("outdated = %q with no current image known, want none", got)
 	}
 	s := &v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: "orders"}}
-	c := registrarCurrent(s, &observed{pods: countPods(pods, "orders", "eurekube/registrar:2.0")})
+	c := registrarCurrent(s, &observed{pods: count(pods, "eurekube/registrar:2.0")})
 	if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "orders-1, orders-2, orders-4") || !strings.Contains(c.Message, "rollout restart") {
 		t.Errorf("RegistrarCurrent = %s %q, want False naming the pods and the fix", c.Status, c.Message)
 	}
@@ -375,7 +382,7 @@ func TestCountPods_AggregatesAdaptationsPerReason(t *testing.T) {
 		podFixture("theirs-1", true, true, injectedBy("payments", "100", noPort)...), // another syncer's: not ours to report
 		podFixture("orders-11", true, true, injectedBy("orders", "100")...),          // nothing adapted
 	)
-	got := countPods(pods, "orders", "").adaptations
+	got := count(pods, "").adaptations
 	want := []v1alpha1.PodAdaptations{
 		{Reason: v1alpha1.AdaptationsUnreadable, Pods: 2, ExamplePods: []string{"orders-10", "orders-9"}},
 		{Reason: v1alpha1.AdaptationPortNotDeclared, Pods: 1, Message: noPort.Message, ExamplePods: []string{"orders-8"}},

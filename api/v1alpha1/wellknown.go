@@ -120,8 +120,11 @@ const (
 	ConditionDrained = "Drained"
 	// ConditionRegistrarCurrent is false when pods this syncer injected run
 	// a registrar other than the one the webhook injects now (after an
-	// upgrade of Eurekube, or a change of spec.sidecar.image); its message
-	// names some of them and says that a rollout picks the current one up.
+	// upgrade of Eurekube, or a change of spec.sidecar.image; reason
+	// OutdatedRegistrar), or were given other Eureka URLs, app name, port or
+	// health check than the spec gives now (reason OutdatedSpec); its
+	// message names some of them, what differs, and says that a rollout
+	// picks the current ones up.
 	ConditionRegistrarCurrent = "RegistrarCurrent"
 	// ConditionServiceReachable (Service mode) is true when the Service
 	// exists and has an address VMs can reach on the syncer's port; false

@@ -203,13 +203,12 @@ func setupWebhook(ctx context.Context, mgr manager.Manager, cfg Config, clusterI
 // leader only.
 func setupControllers(mgr manager.Manager, cfg Config, clusterID string, log *logrus.Entry) error {
 	err := controller.Setup(mgr, controller.Options{
-		ClusterID:         clusterID,
-		ResyncPeriod:      cfg.ResyncPeriod,
-		EurekaTimeout:     cfg.EurekaTimeout,
-		DefaultEurekaURLs: cfg.EurekaURLs,
-		RegistrarImage:    cfg.RegistrarImage,
-		Grant:             cfg.Grant(),
-		Logger:            log.WithField("controller", "eurekasyncer"),
+		ClusterID:     clusterID,
+		ResyncPeriod:  cfg.ResyncPeriod,
+		EurekaTimeout: cfg.EurekaTimeout,
+		Defaults:      webhookDefaults(cfg, clusterID),
+		Grant:         cfg.Grant(),
+		Logger:        log.WithField("controller", "eurekasyncer"),
 	})
 	if err != nil {
 		return fmt.Errorf("set up the EurekaSyncer reconciler: %w", err)

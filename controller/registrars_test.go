@@ -1,0 +1,128 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/webhook"
+	"github.com/eurekube/eurekube/webhook/webhooktest"
+)
+
+// Pure unit tests of what the reconciler reads from the registrars' pods:
+// the settings they were injected with.
+
+var driftDefaults = webhook.Defaults{RegistrarImage: "eurekube/registrar:2.0", ClusterID: "cluster-1", PreStopSleepSeconds: 100, RegistrarPort: 9901}
+
+// springSyncer selects the webhook's Spring Boot test pod.
+func springSyncer(urls ...string) *v1alpha1.EurekaSyncer {
+	return &v1alpha1.EurekaSyncer{
+		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"},
+		Spec: v1alpha1.EurekaSyncerSpec{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "orders"}},
+			Port:     intstr.FromString("http"),
+			Eureka:   v1alpha1.EurekaServers{ServiceURLs: urls},
+		},
+	}
+}
+
+// injected is the Spring Boot pod as the webhook admits it under s, ready.
+func injected(t *testing.T, name string, s *v1alpha1.EurekaSyncer, annotations ...string) corev1.Pod {
+	t.Helper()
+	pod := webhooktest.SpringBootPod("shop", name)
+	pod.UID = types.UID("uid-" + name)
+	for i := 0; i+1 < len(annotations); i += 2 {
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[annotations[i]] = annotations[i+1]
+	}
+	overrides, err := webhook.ParseAnnotations(pod.Annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := webhook.Mutate(pod, webhook.Config{Syncer: s, Overrides: overrides, Defaults: driftDefaults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	return *out
+}
+
+func TestSpecDrift_NamesWhatAPodWasGivenAndWhatTheSpecGivesNow(t *testing.T) {
+	before := springSyncer("http://a:8761/eureka")
+	pod := injected(t, "orders-1", before)
+	if got := specDrift(&pod, before, driftDefaults); got != "" {
+		t.Errorf("the spec the pod was injected from: drift %q, want none", got)
+	}
+
+	if got, want := specDrift(&pod, springSyncer("http://b:8761/eureka"), driftDefaults),
+		"EUREKUBE_EUREKA_URLS: http://a:8761/eureka → http://b:8761/eureka"; got != want {
+		t.Errorf("other URLs: drift %q, want %q", got, want)
+	}
+
+	tcp := springSyncer("http://a:8761/eureka")
+	tcp.Spec.AppName = "orders-v2"
+	tcp.Spec.HealthCheck = &v1alpha1.HealthCheck{Type: v1alpha1.HealthCheckTCP, PeriodSeconds: 7}
+	got := specDrift(&pod, tcp, driftDefaults)
+	for _, want := range []string{"EUREKUBE_APP_NAME: ORDERS → ORDERS-V2", "EUREKUBE_HEALTH_TYPE: http → tcp", "EUREKUBE_HEALTH_PATH: /actuator/health → (none)",
+		"EUREKUBE_HEALTH_PERIOD: 5s → 7s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("another app name and health check: drift %q, want it to name %q", got, want)
+		}
+	}
+
+	// What the pod's annotations chose is what the spec gives it now.
+	overridden := injected(t, "orders-2", before, v1alpha1.AnnotationAppName, "billing")
+	if got := specDrift(&overridden, before, driftDefaults); got != "" {
+		t.Errorf("a pod whose annotation names the app: drift %q, want none", got)
+	}
+
+	// Nothing known, nothing claimed.
+	bare := podFixture("orders-3", true, true, injectedBy("orders", "100")...)
+	if got := specDrift(&bare, tcp, driftDefaults); got != "" {
+		t.Errorf("a registrar without settings in its environment: drift %q, want none", got)
+	}
+	noServer := springSyncer()
+	if got := specDrift(&pod, noServer, webhook.Defaults{}); got != "" {
+		t.Errorf("a spec the webhook would refuse now: drift %q, want none", got)
+	}
+}
+
+func TestCountPods_NamesThePodsInjectedFromAnOlderSpecWithTheOutdatedOnes(t *testing.T) {
+	before, now := springSyncer("http://a:8761/eureka"), springSyncer("http://b:8761/eureka")
+	onOlderImage := injected(t, "orders-4", now)
+	onOlderImage.Annotations[v1alpha1.RegistrarImageAnnotation] = "eurekube/registrar:1.0"
+	both := injected(t, "orders-3", before)
+	both.Annotations[v1alpha1.RegistrarImageAnnotation] = "eurekube/registrar:1.0"
+	pods := []corev1.Pod{injected(t, "orders-2", before), injected(t, "orders-1", before), both, onOlderImage, injected(t, "orders-5", now)}
+
+	c := countPods(pods, now, driftDefaults, nil)
+	if got := strings.Join(c.outdated, ","); got != "orders-1,orders-2,orders-3,orders-4" {
+		t.Errorf("outdated %q, want orders-1 to orders-4, each once", got)
+	}
+	st, _ := nextStatus(now, &observed{pods: c}, metav1.Now())
+	if st.OutdatedRegistrarPods != 4 {
+		t.Errorf("outdatedRegistrarPods %d, want 4", st.OutdatedRegistrarPods)
+	}
+	cond := registrarCurrent(now, &observed{pods: c})
+	for _, want := range []string{"3 pod(s) injected from an older spec (EUREKUBE_EUREKA_URLS: http://a:8761/eureka → http://b:8761/eureka): orders-1, orders-2, orders-3",
+		"2 injected pod(s) run an older registrar image", "orders-3, orders-4", "kubectl rollout restart"} {
+		if !strings.Contains(cond.Message, want) {
+			t.Errorf("RegistrarCurrent message %q, want it to say %q", cond.Message, want)
+		}
+	}
+	if cond.Status != metav1.ConditionFalse || cond.Reason != reasonRegistrarOutdated {
+		t.Errorf("RegistrarCurrent %s %s, want False OutdatedRegistrar (an image is older)", cond.Status, cond.Reason)
+	}
+
+	specOnly := registrarCurrent(now, &observed{pods: countPods(pods[:2], now, driftDefaults, nil)})
+	if specOnly.Status != metav1.ConditionFalse || specOnly.Reason != reasonSpecOutdated || !strings.Contains(specOnly.Message, "2 pod(s) injected from an older spec") {
+		t.Errorf("RegistrarCurrent %s %s %q, want False OutdatedSpec naming the 2 pods", specOnly.Status, specOnly.Reason, specOnly.Message)
+	}
+}
