@@ -57,7 +57,7 @@
 // adapted for each pod (eurekube.io/adaptations) is aggregated per reason
 // into status, Events and a metric: see adaptations.go.
 //
-// What the registrars were given (registrars.go). A
+// What the registrars were given and how they fare (registrars.go). A
 // registrar keeps the settings it was injected with (its environment's
 // literal values, which never change), so a pod injected from an older spec
 // (a syncer deleted and created again with other URLs, a changed port or
@@ -75,6 +75,19 @@
 // (sidecar.ParseEnv). Where either cannot be known nothing is claimed. A pod
 // is parsed again only when its resourceVersion or the syncer's generation
 // changed, so a resync of unchanged pods parses none.
+//
+// RegistrarHealthy (True, or False with reason RegistrarFailing; named for
+// what True means, like every condition) says when the registrars of
+// selected pods exit with an error (not restarted, waiting in
+// CrashLoopBackOff, or running again for less than the 10 minutes after
+// which the kubelet resets its restart backoff, so a crash loop does not
+// flap), or cannot start (image pull, container config errors). Its message
+// quotes each one's last words, the last line of its termination message
+// (FallbackToLogsOnError keeps its last log lines there), cut to 300
+// characters, and names up to three pods; Synced, when instances are
+// missing, says the same with reason RegistrarFailing, and a Warning Event
+// RegistrarFailing is recorded when the message changes (a Normal
+// RegistrarsRunning when none fails any more).
 //
 // spec.traffic and lost nodes (traffic.go): Standby holds the syncer's
 // instances OUT_OF_SERVICE with Eureka's status override, Serve removes

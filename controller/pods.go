@@ -3,6 +3,7 @@ package controller
 import (
 	"sort"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,6 +36,9 @@ type podCounts struct {
 	// outdatedSpec: those injected from an older spec, grouped by what
 	// differs (specChanges), each list sorted.
 	outdatedSpec map[string][]string
+	// failing: the registrars of live selected pods that exit or cannot
+	// start, by pod name.
+	failing []registrarFailure
 	// ownedByOthers: live pods another syncer injected, by that syncer,
 	// each list sorted.
 	ownedByOthers map[string][]string
@@ -58,8 +62,8 @@ type podCounts struct {
 // registrar image the webhook injects for s now (none known: no pod counts
 // as on an older image) and what it gives a pod (registrars.go); memo, when
 // not nil, spares parsing again the pods that did not change since the last
-// count.
-func countPods(pods []corev1.Pod, s *v1alpha1.EurekaSyncer, defaults webhook.Defaults, memo *driftMemo) podCounts {
+// count. now dates the registrars' failures.
+func countPods(pods []corev1.Pod, s *v1alpha1.EurekaSyncer, defaults webhook.Defaults, memo *driftMemo, now time.Time) podCounts {
 	c := podCounts{uids: make(map[types.UID]struct{}, len(pods)), ownedByOthers: map[string][]string{}}
 	registrarImage := s.EffectiveRegistrarImage(defaults.RegistrarImage)
 	drifts := memo.take(s)
@@ -94,6 +98,9 @@ func countPods(pods []corev1.Pod, s *v1alpha1.EurekaSyncer, defaults webhook.Def
 			c.injected++
 			if owner == s.Name {
 				c.countInjected(pod, registrarImage, drift)
+			}
+			if words, failing := registrarFailureOf(pod, now); failing {
+				c.failing = append(c.failing, registrarFailure{pod: pod.Name, words: words})
 			}
 		} else {
 			c.notInjected = append(c.notInjected, pod.Name)

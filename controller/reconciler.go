@@ -9,6 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -230,7 +231,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		setInstanceGauges(&s, obs.instances, obs.elsewhere)
 	}
 	setAdaptationGauges(&s, obs.pods.adaptations)
-	previous := s.Status.Adaptations
+	previous, previousHealth := s.Status.Adaptations, registrarHealth(&s)
 	err = r.writeStatus(ctx, &s, &obs)
 	if errors.Is(err, errStale) {
 		// The cache has not yet seen this reconciler's previous write:
@@ -246,7 +247,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			// the new spec comes next.
 			return reconcile.Result{RequeueAfter: staleRetry}, nil
 		}
-		s, previous = live, live.Status.Adaptations
+		s, previous, previousHealth = live, live.Status.Adaptations, registrarHealth(&live)
 		err = r.writeStatus(ctx, &s, &obs)
 	}
 	if err != nil {
@@ -256,6 +257,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// After the write: a failed write reports the change on the next try,
 	// not twice.
 	r.reportAdaptations(&s, previous, obs.pods.adaptations)
+	r.reportRegistrarHealth(&s, previousHealth)
 	if deleting {
 		switch {
 		case obs.detached():
@@ -268,6 +270,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
+}
+
+// registrarHealth is the syncer's RegistrarHealthy condition, or nil.
+func registrarHealth(s *v1alpha1.EurekaSyncer) *metav1.Condition {
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionRegistrarHealthy); c != nil {
+		return c.DeepCopy()
+	}
+	return nil
+}
+
+// reportRegistrarHealth records a Warning Event when registrars start
+// failing or what they say changes, and a Normal one when none fails any
+// more; nothing while it stays the same.
+func (r *Reconciler) reportRegistrarHealth(s *v1alpha1.EurekaSyncer, previous *metav1.Condition) {
+	now := registrarHealth(s)
+	switch {
+	case now == nil:
+	case now.Status == metav1.ConditionFalse && (previous == nil || previous.Message != now.Message):
+		r.recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonRegistrarFailing, "Observe", "%s", truncate(now.Message, maxEventNote))
+	case now.Status == metav1.ConditionTrue && previous != nil && previous.Status == metav1.ConditionFalse:
+		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, reasonRegistrarsRunning, "Observe", "%s", now.Message)
+	}
 }
 
 // reportAdaptations records one Event per adaptation reason whose pods
@@ -296,7 +320,7 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		client.UnsafeDisableDeepCopy); err != nil { // read only
 		return observed{}, nil, fmt.Errorf("list pods: %w", err)
 	}
-	obs := observed{pods: countPods(pods.Items, s, r.opts.Defaults, r.drifts)}
+	obs := observed{pods: countPods(pods.Items, s, r.opts.Defaults, r.drifts, time.Now())}
 	if !s.DeletionTimestamp.IsZero() {
 		// Pods injected by this syncer keep its registrar even when its
 		// selector no longer matches them.

@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -15,13 +17,19 @@ import (
 	"github.com/eurekube/eurekube/webhook"
 )
 
-// What the registrars of a syncer's pods were given.
+// What the registrars of a syncer's pods were given and how they fare.
 //
 // A registrar keeps the settings it was injected with: its environment
 // holds them as literal values, and a pod's environment never changes. A
 // syncer deleted and created again with other URLs, or whose spec changed,
 // leaves its running pods registering as before; specDrift names what
 // differs from what the webhook would give the pod now.
+//
+// A registrar that exits (a bad value exits with code 2 and one line naming
+// it) or cannot start leaves its pod out of Eureka; registrarFailureOf says
+// why, in the registrar's own last words (its container's
+// terminationMessagePolicy is FallbackToLogsOnError, so the kubelet keeps
+// its last log lines in the termination message).
 
 // comparedEnv are the settings compared between what a pod's registrar was
 // given and what the spec gives now, in the order of sidecar/env.go: where
@@ -199,4 +207,137 @@ func specDriftMessage(groups map[string][]string) string {
 		parts = append(parts, fmt.Sprintf("%d pod(s) injected from an older spec (%s): %s", len(groups[c]), c, names(groups[c])))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// registrarFailure is a registrar that exits or cannot start.
+type registrarFailure struct {
+	pod   string
+	words string // what it last said, or why it cannot start
+}
+
+// crashLoopWindow: a registrar running again after a failure still counts
+// as failing for this long after its restart, as the kubelet only resets a
+// container's restart backoff once it has run for 10 minutes. A registrar
+// in a crash loop runs for moments between its waits: it is reported
+// failing throughout, not flapping at each restart.
+const crashLoopWindow = 10 * time.Minute
+
+// maxLastWords bounds what is quoted of one registrar's last words.
+const maxLastWords = 300
+
+// maxFailingPods is how many failing pods a message names.
+const maxFailingPods = 3
+
+// cannotStart are the reasons a container waits with that mean it will not
+// start until something is fixed (its image, a Secret, its command).
+var cannotStart = map[string]bool{
+	"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true,
+	"CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true,
+}
+
+// registrarFailureOf says whether the pod's registrar is failing, and why:
+// it has exited with an error and not restarted (or not for long: see
+// crashLoopWindow), waits in CrashLoopBackOff, or cannot start.
+func registrarFailureOf(pod *corev1.Pod, now time.Time) (string, bool) {
+	for i := range pod.Status.ContainerStatuses {
+		cs := &pod.Status.ContainerStatuses[i]
+		if cs.Name != v1alpha1.RegistrarContainerName {
+			continue
+		}
+		last := cs.LastTerminationState.Terminated
+		switch st := cs.State; {
+		case st.Terminated != nil && st.Terminated.ExitCode != 0:
+			return lastWords(st.Terminated), true
+		case st.Waiting != nil && cannotStart[st.Waiting.Reason]:
+			return truncate(cmp.Or(firstLine(st.Waiting.Message), st.Waiting.Reason), maxLastWords), true
+		case st.Waiting != nil && last != nil && last.ExitCode != 0: // CrashLoopBackOff, or about to restart
+			return lastWords(last), true
+		case st.Running != nil && last != nil && last.ExitCode != 0 && now.Sub(st.Running.StartedAt.Time) < crashLoopWindow:
+			return lastWords(last), true
+		}
+		return "", false
+	}
+	return "", false
+}
+
+// lastWords is the last line the registrar wrote before exiting (its
+// termination message), led by why it was stopped when that was not its
+// own error exit (OOMKilled, say), or its exit code when it wrote nothing.
+func lastWords(t *corev1.ContainerStateTerminated) string {
+	line := lastLine(t.Message)
+	switch {
+	case t.Reason != "" && t.Reason != "Error" && line != "":
+		line = fmt.Sprintf("%s (exit code %d): %s", t.Reason, t.ExitCode, line)
+	case t.Reason != "" && t.Reason != "Error":
+		line = fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
+	case line == "":
+		line = fmt.Sprintf("exited with code %d", t.ExitCode)
+	}
+	return truncate(line, maxLastWords)
+}
+
+// lastLine is the last non-blank line of s, trimmed.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, " \t\r\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return strings.TrimSpace(s)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+// failingMessage names up to maxFailingPods failing pods (as
+// namespace/name) after what their registrars said, pods that said the same
+// together, different words first: `5 pod(s): registrar: bad configuration:
+// … (shop/orders-1, shop/orders-2 and 2 more); OOMKilled (exit code 137)
+// (shop/orders-3)`.
+func failingMessage(namespace string, failing []registrarFailure) string {
+	var order []string
+	pods := map[string][]string{}
+	for _, f := range failing {
+		if _, seen := pods[f.words]; !seen {
+			order = append(order, f.words)
+		}
+		pods[f.words] = append(pods[f.words], namespace+"/"+f.pod)
+	}
+	shown := order[:min(len(order), maxFailingPods)]
+	named := make([]int, len(shown)) // a name for each group in turn
+	for left := maxFailingPods; left > 0; {
+		before := left
+		for i, words := range shown {
+			if left > 0 && named[i] < len(pods[words]) {
+				named[i]++
+				left--
+			}
+		}
+		if left == before {
+			break
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d pod(s): ", len(failing))
+	told := 0
+	for i, words := range shown {
+		group := pods[words]
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s (%s", words, strings.Join(group[:named[i]], ", "))
+		if more := len(group) - named[i]; more > 0 {
+			fmt.Fprintf(&b, " and %d more", more)
+		}
+		b.WriteString(")")
+		told += len(group)
+	}
+	if rest := len(failing) - told; rest > 0 {
+		fmt.Fprintf(&b, "; and %d more pod(s)", rest)
+	}
+	return b.String()
 }

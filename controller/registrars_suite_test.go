@@ -98,3 +98,54 @@ func TestRegistrarCurrent_NamesThePodsInjectedFromAnOlderSpec(t *testing.T) {
 		return nil
 	})
 }
+
+func TestRegistrarHealthy_QuotesACrashLoopingRegistrar(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	s := newSyncer(t, ns, "invoices") // default URL: through the proxy
+	pod := newPod(t, ns, "invoices", "invoices-1", true, "10.0.7.1")
+	// What the kubelet reports of a registrar that exits at once on a bad
+	// value: its last log line is its termination message
+	// (FallbackToLogsOnError).
+	lastWords := `registrar: bad configuration: EUREKUBE_HEALTH_TIMEOUT="10s": must not exceed EUREKUBE_HEALTH_PERIOD (5s)`
+	before := pod.DeepCopy()
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{
+		{Name: "app", Image: "app:1", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}},
+		{Name: v1alpha1.RegistrarContainerName, Image: "eurekube/registrar:test", RestartCount: 4,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff",
+				Message: "back-off 1m20s restarting failed container=eurekube-registrar"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error",
+				Message: lastWords + "\n", StartedAt: metav1.Now(), FinishedAt: metav1.Now()}}},
+	}
+	if err := k8s.Status().Patch(ctx, pod, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+
+	want := fmt.Sprintf("1 pod(s): %s (%s/%s)", lastWords, ns, pod.Name)
+	harness.Eventually(t, patience, "RegistrarHealthy and Synced quoting the registrar", func() error {
+		c, got, err := condition(s, v1alpha1.ConditionRegistrarHealthy)
+		if err != nil {
+			return err
+		}
+		if c.Status != metav1.ConditionFalse || c.Reason != "RegistrarFailing" || !strings.HasPrefix(c.Message, want) {
+			return fmt.Errorf("RegistrarHealthy %s %s %q, want False RegistrarFailing starting %q", c.Status, c.Reason, c.Message, want)
+		}
+		synced := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSynced)
+		if synced == nil || synced.Status != metav1.ConditionFalse || synced.Reason != "RegistrarFailing" || !strings.Contains(synced.Message, want) {
+			return fmt.Errorf("Synced %+v, want False RegistrarFailing saying %q", synced, want)
+		}
+		return nil
+	})
+	harness.Eventually(t, patience, "a Warning Event quoting the registrar", func() error {
+		events, err := syncerEvents(ns, s.Name)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			if e.Reason == "RegistrarFailing" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, want) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no RegistrarFailing Warning saying %q among %d events", want, len(events))
+	})
+}

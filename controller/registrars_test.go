@@ -3,6 +3,7 @@ package controller
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,12 +11,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/webhook"
 	"github.com/eurekube/eurekube/webhook/webhooktest"
 )
 
 // Pure unit tests of what the reconciler reads from the registrars' pods:
-// the settings they were injected with.
+// the settings they were injected with, and their failures.
 
 var driftDefaults = webhook.Defaults{RegistrarImage: "eurekube/registrar:2.0", ClusterID: "cluster-1", PreStopSleepSeconds: 100, RegistrarPort: 9901}
 
@@ -102,7 +104,7 @@ func TestCountPods_NamesThePodsInjectedFromAnOlderSpecWithTheOutdatedOnes(t *tes
 	both.Annotations[v1alpha1.RegistrarImageAnnotation] = "eurekube/registrar:1.0"
 	pods := []corev1.Pod{injected(t, "orders-2", before), injected(t, "orders-1", before), both, onOlderImage, injected(t, "orders-5", now)}
 
-	c := countPods(pods, now, driftDefaults, nil)
+	c := countPods(pods, now, driftDefaults, nil, time.Now())
 	if got := strings.Join(c.outdated, ","); got != "orders-1,orders-2,orders-3,orders-4" {
 		t.Errorf("outdated %q, want orders-1 to orders-4, each once", got)
 	}
@@ -121,8 +123,101 @@ func TestCountPods_NamesThePodsInjectedFromAnOlderSpecWithTheOutdatedOnes(t *tes
 		t.Errorf("RegistrarCurrent %s %s, want False OutdatedRegistrar (an image is older)", cond.Status, cond.Reason)
 	}
 
-	specOnly := registrarCurrent(now, &observed{pods: countPods(pods[:2], now, driftDefaults, nil)})
+	specOnly := registrarCurrent(now, &observed{pods: countPods(pods[:2], now, driftDefaults, nil, time.Now())})
 	if specOnly.Status != metav1.ConditionFalse || specOnly.Reason != reasonSpecOutdated || !strings.Contains(specOnly.Message, "2 pod(s) injected from an older spec") {
 		t.Errorf("RegistrarCurrent %s %s %q, want False OutdatedSpec naming the 2 pods", specOnly.Status, specOnly.Reason, specOnly.Message)
+	}
+}
+
+// withRegistrarStatus gives the pod's registrar container a status.
+func withRegistrarStatus(pod corev1.Pod, cs corev1.ContainerStatus) corev1.Pod {
+	cs.Name = v1alpha1.RegistrarContainerName
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true}, cs}
+	return pod
+}
+
+const badConfig = "registrar: bad configuration: EUREKUBE_HEALTH_TIMEOUT=\"10s\": must not exceed EUREKUBE_HEALTH_PERIOD (5s)"
+
+func TestRegistrarFailureOf_QuotesTheRegistrarsLastWords(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	exited := &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: "time=\"…\" level=info msg=starting\n" + badConfig + "\n"}
+	pod := podFixture("orders-1", true, true, injectedBy("orders", "100")...)
+	cases := []struct {
+		name  string
+		state corev1.ContainerStatus
+		want  string // "": not failing
+	}{
+		{"running", corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}, ""},
+		{"crash loop", corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: exited}}, badConfig},
+		{"exited and not restarted", corev1.ContainerStatus{State: corev1.ContainerState{Terminated: exited}}, badConfig},
+		{"exited cleanly", corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}}, ""},
+		{"killed for memory", corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}, "OOMKilled (exit code 137)"},
+		{"silent", corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error"}}}, "exited with code 1"},
+		{"cannot pull its image", corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff",
+			Message: "Back-off pulling image \"eurekube/registrar:typo\""}}}, "Back-off pulling image \"eurekube/registrar:typo\""},
+		{"starting", corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}, ""},
+		{"running moments after a crash", corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-time.Minute))}},
+			LastTerminationState: corev1.ContainerState{Terminated: exited}}, badConfig},
+		{"running long after a crash", corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-crashLoopWindow))}},
+			LastTerminationState: corev1.ContainerState{Terminated: exited}}, ""},
+		{"long last words", corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error",
+			Message: strings.Repeat("x", 5000)}}}, strings.Repeat("x", maxLastWords) + "…"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := withRegistrarStatus(pod, tc.state)
+			words, failing := registrarFailureOf(&p, now)
+			if failing != (tc.want != "") || words != tc.want {
+				t.Errorf("registrarFailureOf = %q, %v; want %q", words, failing, tc.want)
+			}
+		})
+	}
+	app := pod
+	app.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Terminated: exited}}}
+	if words, failing := registrarFailureOf(&app, now); failing {
+		t.Errorf("the app container's exit counted as the registrar's: %q", words)
+	}
+}
+
+func TestRegistrarHealthy_NamesThreePodsAndSyncedSaysTheSame(t *testing.T) {
+	crashing := corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: badConfig}}}
+	oom := crashing
+	oom.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}
+	var pods []corev1.Pod
+	for _, name := range []string{"orders-1", "orders-2", "orders-4", "orders-5"} {
+		pods = append(pods, withRegistrarStatus(podFixture(name, true, false, injectedBy("orders", "100")...), crashing))
+	}
+	pods = append(pods, withRegistrarStatus(podFixture("orders-3", true, false, injectedBy("orders", "100")...), oom),
+		podFixture("orders-6", true, true, injectedBy("orders", "100")...))
+	s := syncerFixture()
+	obs := &observed{pods: count(pods, "")}
+
+	healthy := registrarHealthy(s, obs)
+	want := "5 pod(s): " + badConfig + " (shop/orders-1, shop/orders-2 and 2 more); OOMKilled (exit code 137) (shop/orders-3)"
+	if healthy.Status != metav1.ConditionFalse || healthy.Reason != reasonRegistrarFailing || !strings.HasPrefix(healthy.Message, want) {
+		t.Errorf("RegistrarHealthy %s %s %q, want False RegistrarFailing starting %q", healthy.Status, healthy.Reason, healthy.Message, want)
+	}
+	st, _ := nextStatus(s, obs, metav1.Now())
+	for _, c := range st.Conditions {
+		if c.Type == v1alpha1.ConditionSynced && (c.Reason != reasonRegistrarFailing || !strings.Contains(c.Message, want) || !strings.Contains(c.Message, "no instance is UP")) {
+			t.Errorf("Synced %s %q, want RegistrarFailing quoting %q", c.Reason, c.Message, want)
+		}
+	}
+
+	// One pod's instance is UP: Synced still explains the missing ones.
+	obs.instances = instancesFixture(eureka.StatusUp)
+	obs.pods.ready = 3
+	st, _ = nextStatus(s, obs, metav1.Now())
+	for _, c := range st.Conditions {
+		if c.Type == v1alpha1.ConditionSynced && c.Reason != reasonRegistrarFailing {
+			t.Errorf("Synced %s %q with 1 of 3 ready pods UP, want RegistrarFailing", c.Reason, c.Message)
+		}
+	}
+
+	if got := failingMessage("shop", []registrarFailure{{"a", "x"}, {"b", "y"}, {"c", "z"}, {"d", "w"}, {"e", "w"}}); got != "5 pod(s): x (shop/a); y (shop/b); z (shop/c); and 2 more pod(s)" {
+		t.Errorf("failingMessage = %q", got)
 	}
 }

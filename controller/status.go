@@ -39,6 +39,10 @@ const (
 	reasonRegistrarOutdated = "OutdatedRegistrar"
 	reasonSpecOutdated      = "OutdatedSpec"
 	reasonAllDrained        = "AllDrained"
+	reasonRegistrarsRunning = "RegistrarsRunning"
+	// reasonRegistrarFailing: RegistrarHealthy False, Synced False when
+	// instances are missing, and the Warning Event.
+	reasonRegistrarFailing = "RegistrarFailing"
 )
 
 // observed is what one reconcile measured and did.
@@ -126,8 +130,8 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 }
 
 // conditions returns Synced, EurekaReachable, PodsInjected, Exclusive,
-// Drained, RegistrarCurrent, TrafficApplied and LeaseSafe. up counts the
-// instances UP, and those held OUT_OF_SERVICE on purpose.
+// Drained, RegistrarCurrent, RegistrarHealthy, TrafficApplied and LeaseSafe.
+// up counts the instances UP, and those held OUT_OF_SERVICE on purpose.
 func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Condition {
 	injected := metav1.Condition{Type: v1alpha1.ConditionPodsInjected, Status: metav1.ConditionTrue, Reason: "AllInjected",
 		Message: fmt.Sprintf("%d of %d selected pod(s) run the registrar", obs.pods.injected, obs.pods.selected)}
@@ -143,13 +147,15 @@ func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Cond
 	}
 
 	return []metav1.Condition{synced(s, obs, up, injected), reachable, injected, exclusive(s, obs), drained(obs), registrarCurrent(s, obs),
-		trafficCondition(s, obs), leaseSafe(s)}
+		registrarHealthy(s, obs), trafficCondition(s, obs), leaseSafe(s)}
 }
 
 // synced says whether Eureka agrees with Kubernetes: every selected pod
 // injected, as many instances UP as pods ready. It is never True while pods
 // are selected and no instance is UP. With nothing selected and nothing UP
-// both sides agree (like a Deployment scaled to 0).
+// both sides agree (like a Deployment scaled to 0). Instances missing while
+// registrars fail are explained by the failures (reason RegistrarFailing,
+// the message of RegistrarHealthy).
 func synced(s *v1alpha1.EurekaSyncer, obs *observed, up int32, injected metav1.Condition) metav1.Condition {
 	pods := &obs.pods
 	c := metav1.Condition{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionFalse}
@@ -181,6 +187,9 @@ func synced(s *v1alpha1.EurekaSyncer, obs *observed, up int32, injected metav1.C
 		if s.EffectiveTraffic() == v1alpha1.TrafficStandby {
 			c.Message = fmt.Sprintf("%d pod(s) selected, %d ready, %d instance(s) registered and held OUT_OF_SERVICE (Standby)", pods.selected, pods.ready, up)
 		}
+	}
+	if len(pods.failing) > 0 && (c.Reason == reasonNoInstanceUp || c.Reason == reasonNotAllRegistered) {
+		c.Reason, c.Message = reasonRegistrarFailing, fmt.Sprintf("the registrar fails in %s; %s", failingMessage(s.Namespace, pods.failing), c.Message)
 	}
 	if n := pods.ownedByOthersCount(); n > 0 && c.Reason != reasonDetaching {
 		c.Message += fmt.Sprintf("; %d pod(s) matched by the selector belong to another syncer and are not counted (see Exclusive)", n)
@@ -252,6 +261,20 @@ func registrarCurrent(s *v1alpha1.EurekaSyncer, obs *observed) metav1.Condition 
 	return metav1.Condition{Type: v1alpha1.ConditionRegistrarCurrent, Status: metav1.ConditionFalse, Reason: reason,
 		Message: truncate(fmt.Sprintf("%s. They keep registering with what they were given at injection; restart them (kubectl rollout restart of their workload) to give them the current registrar and settings",
 			strings.Join(parts, "; ")), 2048)}
+}
+
+// registrarHealthy is False when the registrars of selected pods exit or
+// cannot start: those pods are not in Eureka. It quotes what the registrars
+// last said.
+func registrarHealthy(s *v1alpha1.EurekaSyncer, obs *observed) metav1.Condition {
+	if len(obs.pods.failing) == 0 {
+		return metav1.Condition{Type: v1alpha1.ConditionRegistrarHealthy, Status: metav1.ConditionTrue, Reason: reasonRegistrarsRunning,
+			Message: "no registrar of a selected pod is failing"}
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionRegistrarHealthy, Status: metav1.ConditionFalse, Reason: reasonRegistrarFailing,
+		Message: fmt.Sprintf("%s. These pods stay out of Eureka until their registrar runs: fix what it names (a bad value comes from the syncer's spec, the pod's %s annotations "+
+			"or the manager's flags, and reaches a pod when it is restarted); kubectl logs <pod> -c %s --previous shows more",
+			failingMessage(s.Namespace, obs.pods.failing), v1alpha1.AnnotationPrefix, v1alpha1.RegistrarContainerName)}
 }
 
 func detachingMessage(obs *observed) string {

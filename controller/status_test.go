@@ -241,7 +241,7 @@ func injectedBy(syncer string, drain string, adaptations ...v1alpha1.Adaptation)
 // count classifies pods for the syncer orders, the webhook injecting
 // registrarImage.
 func count(pods []corev1.Pod, registrarImage string) podCounts {
-	return countPods(pods, syncerFixture(), webhook.Defaults{RegistrarImage: registrarImage}, nil)
+	return countPods(pods, syncerFixture(), webhook.Defaults{RegistrarImage: registrarImage}, nil, time.Now())
 }
 
 func TestCountPods_TerminatingPodsKeepTheirInstancesFinishedOnesDoNot(t *testing.T) {

@@ -126,6 +126,10 @@ const (
 	// message names some of them, what differs, and says that a rollout
 	// picks the current ones up.
 	ConditionRegistrarCurrent = "RegistrarCurrent"
+	// ConditionRegistrarHealthy is false (reason RegistrarFailing) when the
+	// registrars of selected pods exit, crash-loop or cannot start; its
+	// message quotes what they last said and names up to three pods.
+	ConditionRegistrarHealthy = "RegistrarHealthy"
 	// ConditionServiceReachable (Service mode) is true when the Service
 	// exists and has an address VMs can reach on the syncer's port; false
 	// with reason ServiceNotFound, PortNotFound or NoReachableAddress and a
