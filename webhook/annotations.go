@@ -129,8 +129,8 @@ var annotationParsers = map[string]annotationParser{
 	},
 	v1alpha1.TrafficAnnotation: func(o *Overrides, v string) (string, bool) {
 		o.Traffic = v
-		return fmt.Sprintf("%q or %q (the annotation is written by Eurekube from the syncer's spec.traffic; remove it)", v1alpha1.TrafficServe, v1alpha1.TrafficStandby),
-			v == string(v1alpha1.TrafficServe) || v == string(v1alpha1.TrafficStandby)
+		return fmt.Sprintf("%q, %q or %q (the annotation is written by Eurekube from the syncer's spec.traffic; remove it)", v1alpha1.TrafficServe, v1alpha1.TrafficStandby, v1alpha1.TrafficDetached),
+			v == string(v1alpha1.TrafficServe) || v == string(v1alpha1.TrafficStandby) || v == v1alpha1.TrafficDetached
 	},
 	v1alpha1.AnnotationAppName: func(o *Overrides, v string) (string, bool) {
 		o.AppName = v

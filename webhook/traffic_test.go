@@ -63,15 +63,17 @@ func TestMutate_TrafficAnnotationIsTheSyncersAndOnlyTheRegistrarReadsIt(t *testi
 	}
 }
 
-func TestParseAnnotations_TrafficIsServeOrStandby(t *testing.T) {
-	for _, v := range []string{"Serve", "Standby"} {
+// Serve and Standby from the syncer, Detached from the reconciler once the
+// syncer is gone: every value Eurekube writes is accepted back.
+func TestParseAnnotations_TrafficIsWhatEurekubeWrites(t *testing.T) {
+	for _, v := range []string{"Serve", "Standby", "Detached"} {
 		if _, err := ParseAnnotations(map[string]string{v1alpha1.TrafficAnnotation: v}); err != nil {
 			t.Errorf("%s=%s: %v", v1alpha1.TrafficAnnotation, v, err)
 		}
 	}
 	for _, v := range []string{"standby", "Off", ""} {
 		_, err := ParseAnnotations(map[string]string{v1alpha1.TrafficAnnotation: v})
-		if err == nil || !strings.Contains(err.Error(), v1alpha1.TrafficAnnotation) || !strings.Contains(err.Error(), `"Serve" or "Standby"`) {
+		if err == nil || !strings.Contains(err.Error(), v1alpha1.TrafficAnnotation) || !strings.Contains(err.Error(), `"Serve", "Standby" or "Detached"`) {
 			t.Errorf("%s=%q: %v, want a denial naming the annotation and what is allowed", v1alpha1.TrafficAnnotation, v, err)
 		}
 	}

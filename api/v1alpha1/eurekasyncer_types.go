@@ -557,10 +557,12 @@ type EurekaSyncerStatus struct {
 	PodsWithoutDrain int32 `json:"podsWithoutDrain"`
 
 	// OutdatedRegistrarPods is how many running pods this syncer injected
-	// run a registrar image other than the one the webhook injects now
-	// (annotation eurekube.io/registrar-image): pods an upgrade of Eurekube
-	// left behind until their next rollout. The RegistrarCurrent condition
-	// names some.
+	// run a registrar other than the one the webhook would inject now: an
+	// older image (annotation eurekube.io/registrar-image), pods an upgrade
+	// of Eurekube left behind, or settings from an older spec (Eureka URLs,
+	// app name, port, health check), pods a changed or re-created syncer
+	// left behind, until their next rollout. The RegistrarCurrent condition
+	// names some and what differs.
 	// +optional
 	// +kubebuilder:default=0
 	OutdatedRegistrarPods int32 `json:"outdatedRegistrarPods"`
@@ -689,7 +691,7 @@ type PodAdaptations struct {
 // +kubebuilder:printcolumn:name="Skipped",type=integer,JSONPath=`.status.skippedPods`,priority=1
 // +kubebuilder:printcolumn:name="Other-Syncer",type=integer,JSONPath=`.status.podsOwnedByOtherSyncers`,priority=1,description="Selected pods another syncer injected"
 // +kubebuilder:printcolumn:name="No-Drain",type=integer,JSONPath=`.status.podsWithoutDrain`,priority=1,description="Injected pods without a drain"
-// +kubebuilder:printcolumn:name="Outdated",type=integer,JSONPath=`.status.outdatedRegistrarPods`,priority=1,description="Injected pods running an older registrar image (a rollout updates them)"
+// +kubebuilder:printcolumn:name="Outdated",type=integer,JSONPath=`.status.outdatedRegistrarPods`,priority=1,description="Injected pods running an older registrar image or settings from an older spec (a rollout updates them)"
 type EurekaSyncer struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
