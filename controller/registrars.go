@@ -42,15 +42,6 @@ var comparedEnv = []string{
 	sidecar.EnvHealthPeriod, sidecar.EnvHealthTimeout, sidecar.EnvHealthFailureThreshold, sidecar.EnvHealthSuccessThreshold,
 }
 
-// downwardPlaceholders stand in for the variables the kubelet fills from
-// the downward API, which ParseEnv requires and which are not compared.
-var downwardPlaceholders = []sidecar.EnvVar{
-	{Name: sidecar.EnvPodName, Value: "pod"},
-	{Name: sidecar.EnvPodNamespace, Value: "namespace"},
-	{Name: sidecar.EnvPodUID, Value: "uid"},
-	{Name: sidecar.EnvPodIP, Value: "192.0.2.1"},
-}
-
 // specDrift names the compared settings in which the registrar of pod, which
 // syncer s injected, differs from what the webhook gives the pod now under
 // s and the manager's defaults: "NAME: given → now", joined by ", ". ""
@@ -58,7 +49,7 @@ var downwardPlaceholders = []sidecar.EnvVar{
 // environment cannot be read, annotations or a spec the webhook would
 // refuse now): nothing is claimed then.
 func specDrift(pod *corev1.Pod, s *v1alpha1.EurekaSyncer, defaults webhook.Defaults) string {
-	given, ok := injectedSettings(pod)
+	given, ok := webhook.InjectedSettings(pod)
 	if !ok {
 		return ""
 	}
@@ -138,31 +129,6 @@ func (d *podDrifts) of(pod *corev1.Pod, s *v1alpha1.EurekaSyncer, defaults webho
 	changes := specDrift(pod, s, defaults)
 	d.pods[pod.UID] = podDrift{resourceVersion: pod.ResourceVersion, changes: changes}
 	return changes
-}
-
-// injectedSettings are the settings the pod's registrar was given, read
-// from the literal values of its container's environment as the registrar
-// reads them; false when they cannot be read.
-func injectedSettings(pod *corev1.Pod) (sidecar.Config, bool) {
-	var c *corev1.Container
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == v1alpha1.RegistrarContainerName {
-			c = &pod.Spec.Containers[i]
-			break
-		}
-	}
-	if c == nil {
-		return sidecar.Config{}, false
-	}
-	env := make([]sidecar.EnvVar, 0, len(downwardPlaceholders)+len(c.Env))
-	env = append(env, downwardPlaceholders...) // the literal values, after them, win
-	for _, e := range c.Env {
-		if e.ValueFrom == nil {
-			env = append(env, sidecar.EnvVar{Name: e.Name, Value: e.Value})
-		}
-	}
-	cfg, err := sidecar.ParseEnv(sidecar.LookupIn(env))
-	return cfg, err == nil
 }
 
 // specChanges compares the settings of comparedEnv, rendered as the

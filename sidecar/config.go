@@ -249,6 +249,27 @@ func ParseEnv(lookup func(string) (string, bool)) (Config, error) {
 	return cfg, cfg.Validate()
 }
 
+// identityPlaceholders stand in for the pod's identity, which the kubelet
+// fills from the downward API when the registrar starts.
+var identityPlaceholders = []EnvVar{
+	{Name: EnvPodName, Value: "pod"},
+	{Name: EnvPodNamespace, Value: "namespace"},
+	{Name: EnvPodUID, Value: "uid"},
+	{Name: EnvPodIP, Value: "192.0.2.1"},
+}
+
+// ParseInjected reads the settings a registrar is given before it runs:
+// the literal variables of its container (the webhook's rendering), with
+// placeholders for the pod's identity, which only the kubelet knows. The
+// webhook checks what it renders with it, so that a setting the registrar
+// would refuse never reaches a container; the reconciler reads running
+// pods' settings with it.
+func ParseInjected(literal []EnvVar) (Config, error) {
+	env := make([]EnvVar, 0, len(identityPlaceholders)+len(literal))
+	env = append(append(env, identityPlaceholders...), literal...) // the literal values, after them, win
+	return ParseEnv(LookupIn(env))
+}
+
 // Env renders c as the registrar's environment, in the order of env.go,
 // leaving out what is empty (zero): ParseEnv reads it back as c. The webhook
 // leaves the pod's identity empty and adds it itself as downward-API

@@ -15,7 +15,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
-	"github.com/eurekube/eurekube/sidecar"
 	"github.com/eurekube/eurekube/webhook/webhooktest"
 )
 
@@ -262,34 +261,10 @@ func FuzzInject_WhatIsAdmittedTheRegistrarAccepts(f *testing.F) {
 			t.Fatalf("the API server admits syncer spec %+v and pod annotations %v, but the pod is denied at admission only because the registrar would refuse it: %s",
 				admitted.Spec, pod.Annotations, r.Denied)
 		}
-		if r.Inject {
-			if _, err := registrarSettingsOf(r.Pod); err != nil {
-				t.Fatalf("the registrar refuses what the webhook rendered: %v", err)
-			}
+		if _, ok := InjectedSettings(r.Pod); r.Inject && !ok {
+			t.Fatalf("the registrar refuses what the webhook rendered")
 		}
 	})
-}
-
-// registrarSettingsOf parses the registrar container's environment as the
-// registrar does, the downward-API variables standing in.
-func registrarSettingsOf(pod *corev1.Pod) (sidecar.Config, error) {
-	var env []sidecar.EnvVar
-	for _, c := range pod.Spec.Containers {
-		if c.Name != v1alpha1.RegistrarContainerName {
-			continue
-		}
-		for _, e := range c.Env {
-			v := e.Value
-			if e.ValueFrom != nil {
-				v = "from-the-downward-api"
-				if e.Name == sidecar.EnvPodIP {
-					v = "192.0.2.7"
-				}
-			}
-			env = append(env, sidecar.EnvVar{Name: e.Name, Value: v})
-		}
-	}
-	return sidecar.ParseEnv(sidecar.LookupIn(env))
 }
 
 // (b) Inject(Inject(p)) = Inject(p) for every outcome: the pod admitted
@@ -451,8 +426,8 @@ func TestInject_ProbesKubernetesAcceptsRun(t *testing.T) {
 		if !r.Inject {
 			t.Fatalf("%s: %s %s", name, r.Reason, r.Denied)
 		}
-		if _, err := registrarSettingsOf(r.Pod); err != nil {
-			t.Fatalf("%s: the registrar refuses: %v", name, err)
+		if _, ok := InjectedSettings(r.Pod); !ok {
+			t.Fatalf("%s: the registrar refuses what the webhook rendered", name)
 		}
 	}
 }

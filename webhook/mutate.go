@@ -291,11 +291,31 @@ func registrarSettings(pod *corev1.Pod, app int, port int32, cfg Config) (sideca
 // would refuse denies the pod here, with its reason, and never first
 // crash-loops a container.
 func registrarAccepts(s sidecar.Config) error {
-	s.PodName, s.PodNamespace, s.PodUID, s.PodIP, s.NodeName = "pod", "namespace", "uid", "192.0.2.1", "node"
-	if _, err := sidecar.ParseEnv(sidecar.LookupIn(s.Env())); err != nil {
+	if _, err := sidecar.ParseInjected(s.Env()); err != nil {
 		return fmt.Errorf("the registrar would refuse its settings: %w", err)
 	}
 	return nil
+}
+
+// InjectedSettings are the settings the registrar of an injected pod was
+// given, as the registrar reads them (sidecar.ParseInjected over its
+// container's literal variables). ok is false for a pod without a
+// registrar or with settings the registrar would refuse.
+func InjectedSettings(pod *corev1.Pod) (s sidecar.Config, ok bool) {
+	for _, c := range pod.Spec.Containers {
+		if c.Name != v1alpha1.RegistrarContainerName {
+			continue
+		}
+		env := make([]sidecar.EnvVar, 0, len(c.Env))
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				env = append(env, sidecar.EnvVar{Name: e.Name, Value: e.Value})
+			}
+		}
+		s, err := sidecar.ParseInjected(env)
+		return s, err == nil
+	}
+	return sidecar.Config{}, false
 }
 
 // registrarEnv renders the settings as the container's environment: the
