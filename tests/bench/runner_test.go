@@ -3,6 +3,7 @@ package bench
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,10 +13,13 @@ import (
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
-// TestRun_WritesTheReportFromRealParts runs the webhook and reconciler
-// phases at toy sizes against the real API server, manager and Eureka
-// server, so a change elsewhere (a metric's name, the harness, the status
-// shape) that would break `make bench` breaks a test first.
+// TestRun_WritesTheReportFromRealParts runs every phase at toy sizes
+// against the real API server, manager, registrar, Spring client and
+// Eureka server, so a change elsewhere (a metric's name, the harness, the
+// status shape, the registrar's environment or instance id) that would
+// break `make bench` breaks a test first. The registrar phase takes one
+// latency sample and a 5 s steady-state window (about a minute with the
+// Spring client's start).
 func TestRun_WritesTheReportFromRealParts(t *testing.T) {
 	harness.SkipWhenShort(t, "a control plane, the manager and a Eureka server")
 	// No deadline of its own: builds and cold starts take what a busy
@@ -24,10 +28,11 @@ func TestRun_WritesTheReportFromRealParts(t *testing.T) {
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
 	out := t.TempDir()
-	_, err := Run(ctx, Options{
-		Phases: []string{PhaseWebhook, PhaseReconciler},
+	r, err := Run(ctx, Options{
+		Phases: AllPhases,
 		Sizes: &Sizes{
 			Creates: 5, HandlerRequests: 20, HandlerDuration: 200 * time.Millisecond, HandlerClients: 2,
+			RegistrarSamples: 1, RegistrarWindow: 5 * time.Second,
 			Scale:        []Scenario{{Name: "2 syncers × 3 pods", Namespaces: 1, SyncersPerNamespace: 2, PodsPerSyncer: 3}},
 			ResyncPeriod: time.Second, ResyncsCounted: 3, // a window of a few resyncs: one 1 s resync may pass without a reconcile on a busy machine
 		},
@@ -40,9 +45,19 @@ func TestRun_WritesTheReportFromRealParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"pod CREATE p99, Eurekube ÷ precomputed patch", "handler p99, one client", "2 syncers × 3 pods: manager peak RSS", "kube-apiserver v"} {
+	for _, want := range []string{"pod CREATE p99, Eurekube ÷ precomputed patch", "handler p99, one client", "2 syncers × 3 pods: manager peak RSS", "kube-apiserver v",
+		"app healthy → UP on the server, slowest", "SIGTERM → gone from the server, slowest", "Eureka requests per instance per minute", "RSS, registered and probing"} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("REPORT.md lacks %q", want)
+		}
+	}
+	// The registrar's figures were measured, not left at zero (its CPU
+	// over 5 s may be below /proc's 10 ms resolution).
+	for _, id := range []string{"registrar.healthy_to_up_max", "registrar.sigterm_to_gone_max", "registrar.rss", "registrar.binary"} {
+		if i := slices.IndexFunc(r.Figures, func(f Figure) bool { return f.ID == id }); i < 0 {
+			t.Errorf("no figure %s", id)
+		} else if r.Figures[i].Value <= 0 {
+			t.Errorf("figure %s not measured: %+v", id, r.Figures[i])
 		}
 	}
 }
