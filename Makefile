@@ -86,17 +86,23 @@ spring-boot-admin: ## Build the Spring Boot Admin server used by the tests (Mave
 unit: ## The tests that need nothing but Go (go test -short): seconds, no JVM, no API server, no root.
 	go test -short -count=1 ./...
 
+.PHONY: unit-race
+unit-race: ## make unit with the race detector (needs gcc; make test runs it too).
+	CGO_ENABLED=1 go test -short -race -count=1 ./...
+
 .PHONY: test
 # tests/tools/testrun runs the end-to-end suite on the real node, the
-# registrar suite (both mostly waiting) and lint from the start, beside
-# every other package's tests and then the fuzz targets, and leaves no
-# process behind however the run ends.
+# registrar suite (both mostly waiting), the controller suite with the race
+# detector and lint from the start; beside them the unit tier with the race
+# detector (make unit-race), every other package's tests and then the fuzz
+# targets; and leaves no process behind however the run ends.
 test: deps ## Install and build everything needed, then run every test.
 	@start=$$(date +%s); \
 	$(ARTIFACTS); \
 	$(TEST_TOOLS); \
 	go build -o bin/testrun ./tests/tools/testrun; \
 	exec bin/testrun -since $$start -background ./tests/cluster,./tests/lifecycle,./tests/registrar \
+	  -race ./controller -race-short \
 	  -beside '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -- $(GO_TEST_FLAGS)
 
 .PHONY: generate-check

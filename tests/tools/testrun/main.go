@@ -3,10 +3,16 @@
 //
 // The packages named by -background each run as their own go test from
 // the start (the end-to-end suite on the real node and the registrar
-// suite spend most of their minutes waiting, not computing), and so does
-// the -beside command (lint); meanwhile it runs every other package, then
-// the fuzz targets; it prints each background job's output when it ends,
-// and says how long the whole run took.
+// suite spend most of their minutes waiting, not computing), and so do
+// the packages named by -race, with the race detector (the controller
+// suite), and the -beside command (lint); meanwhile it runs, with
+// -race-short, every package's -short tests with the race detector (the
+// unit tier), then every other package, then the fuzz targets; it prints
+// each background job's output when it ends, and says how long the whole
+// run took. The race detector needs cgo and a C compiler: the race runs
+// get CGO_ENABLED=1, and the run stops at once when there is no compiler.
+// Binaries the tests build for the node and the suites stay static: their
+// builds set CGO_ENABLED=0 themselves.
 //
 // Everything the tests start descends from it: it is the child subreaper
 // of its process tree, so a process orphaned by a test binary that died (an
@@ -44,6 +50,8 @@ const runEnv = "EUREKUBE_TESTRUN"
 
 func main() {
 	background := flag.String("background", "", "comma-separated packages, each run by its own go test from the start, beside the others")
+	race := flag.String("race", "", "comma-separated packages, each run by its own go test -race from the start, beside the others")
+	raceShort := flag.Bool("race-short", false, "before the other packages, run every package's -short tests (the unit tier) with -race, but those of -race")
 	beside := flag.String("beside", "", "a shell command run from the start, beside the tests")
 	fuzzTime := flag.String("fuzztime", "10s", "how long each fuzz target runs")
 	grace := flag.Duration("grace", 90*time.Second, "how long interrupted tests may take to clean up before they are killed")
@@ -82,7 +90,8 @@ func main() {
 	if *fuzzOnly {
 		err = fuzz(ctx, *fuzzTime)
 	} else {
-		err = run(ctx, splitList(*background), *beside, goTestFlags, *fuzzTime)
+		err = run(ctx, runOptions{background: splitList(*background), race: splitList(*race), raceShort: *raceShort,
+			beside: *beside, goTestFlags: goTestFlags, fuzzTime: *fuzzTime})
 	}
 	signal.Stop(signals)
 	if ctx.Err() != nil {
@@ -100,12 +109,28 @@ func fail(start time.Time, err error) {
 	os.Exit(1)
 }
 
+// runOptions are run's: the flags of the same names.
+type runOptions struct {
+	background, race []string
+	raceShort        bool
+	beside           string
+	goTestFlags      []string
+	fuzzTime         string
+}
+
 // run runs the tests, then the fuzz targets when they passed.
-func run(ctx context.Context, background []string, beside string, goTestFlags []string, fuzzTime string) error {
+func run(ctx context.Context, o runOptions) error {
+	goTestFlags := o.goTestFlags
+	if len(o.race) > 0 || o.raceShort {
+		if err := raceReady(ctx); err != nil {
+			return err
+		}
+	}
 	all, err := goList(ctx, "./...")
 	if err != nil {
 		return err
 	}
+	everything := slices.Clone(all)
 	type job struct {
 		name string
 		out  bytes.Buffer
@@ -122,30 +147,55 @@ func run(ctx context.Context, background []string, beside string, goTestFlags []
 		jobs = append(jobs, j)
 		return nil
 	}
-	for _, pattern := range background {
-		pkgs, err := goList(ctx, pattern)
+	var raced []string
+	for _, b := range append(suites(o.background, false), suites(o.race, true)...) {
+		pkgs, err := goList(ctx, b.pattern)
 		if err != nil {
 			return err
 		}
 		all = slices.DeleteFunc(all, func(p string) bool { return slices.Contains(pkgs, p) })
-		if err := start("go test "+strings.Join(pkgs, " "), goCmd(ctx, append(append([]string{"test"}, goTestFlags...), pkgs...)...)); err != nil {
+		args := []string{"test"}
+		if b.race {
+			args = append(args, "-race")
+			raced = append(raced, pkgs...)
+		}
+		cmd := goCmd(ctx, slices.Concat(args, goTestFlags, pkgs)...)
+		if b.race {
+			cmd.Env = raceEnv()
+		}
+		if err := start("go "+strings.Join(slices.Concat(args, pkgs), " "), cmd); err != nil {
 			return err
 		}
 	}
-	if beside != "" {
-		cmd := exec.CommandContext(ctx, "bash", "-c", beside)
+	if o.beside != "" {
+		cmd := exec.CommandContext(ctx, "bash", "-c", o.beside)
 		cmd.Cancel = func() error { return nil }
-		if err := start(beside, cmd); err != nil {
+		if err := start(o.beside, cmd); err != nil {
 			return err
 		}
 	}
 	var errs []error
-	cmd := goCmd(ctx, append(append([]string{"test"}, goTestFlags...), all...)...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		errs = append(errs, fmt.Errorf("go test: %w", err))
-	} else if err := fuzz(ctx, fuzzTime); err != nil {
-		errs = append(errs, err)
+	// One after another, each stopping the rest when it fails: the unit
+	// tier with the race detector (quick), every other package, the fuzz
+	// targets.
+	if o.raceShort {
+		fmt.Println("testrun: the unit tier with the race detector (go test -short -race)")
+		short := slices.DeleteFunc(everything, func(p string) bool { return slices.Contains(raced, p) })
+		cmd := goCmd(ctx, slices.Concat([]string{"test", "-short", "-race"}, goTestFlags, short)...)
+		cmd.Env = raceEnv()
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			errs = append(errs, fmt.Errorf("go test -short -race: %w", err))
+		}
+	}
+	if len(errs) == 0 {
+		cmd := goCmd(ctx, append(append([]string{"test"}, goTestFlags...), all...)...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			errs = append(errs, fmt.Errorf("go test: %w", err))
+		} else if err := fuzz(ctx, o.fuzzTime); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, j := range jobs {
 		if len(errs) > 0 && ctx.Err() == nil {
@@ -162,6 +212,43 @@ func run(ctx context.Context, background []string, beside string, goTestFlags []
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// suite is a -background or -race pattern, run by its own go test.
+type suite struct {
+	pattern string
+	race    bool
+}
+
+func suites(patterns []string, race bool) []suite {
+	var out []suite
+	for _, p := range patterns {
+		out = append(out, suite{pattern: p, race: race})
+	}
+	return out
+}
+
+// raceEnv is the environment of a go test -race: the race detector needs
+// cgo, which an environment may have turned off.
+func raceEnv() []string { return append(os.Environ(), "CGO_ENABLED=1") }
+
+// raceReady says why go test -race cannot run here, or nil: it needs a C
+// compiler (go env CC) to build with cgo.
+func raceReady(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, "go", "env", "CC")
+	cmd.Env = raceEnv()
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("go env CC: %w", err)
+	}
+	cc := strings.Fields(string(out))
+	if len(cc) == 0 {
+		return errors.New("the race detector needs cgo and a C compiler, and go env CC names none: install gcc (apt-get install gcc; make deps does as root)")
+	}
+	if _, err := exec.LookPath(cc[0]); err != nil {
+		return fmt.Errorf("the race detector needs cgo and a C compiler, and there is no %s: install gcc (apt-get install gcc; make deps does as root)", cc[0])
+	}
+	return nil
 }
 
 // goCmd is a go command started unless ctx has ended. An interrupt does
