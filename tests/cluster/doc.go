@@ -27,6 +27,10 @@
 // same client and shows failed calls, so it is the drain that protects the
 // callers.
 //
+// A service mesh's injector (MeshInjector), a webhook the test process
+// serves, runs after Eurekube's on the pods labelled for it, putting a
+// proxy in front of the app as Istio or Linkerd do (neighbour_test.go).
+//
 // The manager's faults run here too (faults_test.go): a webhook replica
 // killed with SIGKILL during 500 creates and then every replica gone, and
 // over 1,000 malformed AdmissionReviews sent to a manager pod as the API
