@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 )
 
 // Verdict is a check's outcome.
@@ -139,7 +139,7 @@ func evaluateWebhookConfig(name string, mwc *admissionregistrationv1.MutatingWeb
 	for _, w := range mwc.Webhooks {
 		if len(w.ClientConfig.CABundle) == 0 {
 			f.Detail = fmt.Sprintf("MutatingWebhookConfiguration %s: webhook %s has no caBundle: the API server cannot trust the manager", name, w.Name)
-			if certMode == app.CertificateModeSelfManaged {
+			if certMode == manager.CertificateModeSelfManaged {
 				f.Fix = "the manager's leader writes it in self-managed mode: read its logs (kubectl -n <manager namespace> logs deployment/eurekube-manager)"
 			} else {
 				f.Fix = "cert-manager's CA injector writes it (annotation cert-manager.io/inject-ca-from): check that cert-manager runs (kubectl -n cert-manager get pods) and the Certificate is Ready"
@@ -206,7 +206,7 @@ func webhookHost(mwc *admissionregistrationv1.MutatingWebhookConfiguration) stri
 func evaluateCertificate(secretName string, secret *corev1.Secret, caBundle []byte, host string, now time.Time, minDays int, certMode string) Finding {
 	f := Finding{Check: checkWebhookCert, Verdict: Fail}
 	renewFix := "cert-manager renews it before it expires: kubectl describe certificate -n <manager namespace> (is cert-manager running? is the Certificate Ready?)"
-	if certMode == app.CertificateModeSelfManaged {
+	if certMode == manager.CertificateModeSelfManaged {
 		renewFix = "the manager's leader renews it in self-managed mode: read its logs; deleting the Secret makes it issue a new one"
 	}
 	if secret == nil {

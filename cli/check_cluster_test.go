@@ -22,7 +22,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/webhook"
 )
@@ -76,7 +76,7 @@ func installHealthy(ctx context.Context, t *testing.T, cp *harness.ControlPlane)
 		t.Fatal(err)
 	}
 	h.secret = &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: app.DefaultCertificateSecret},
+		ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: manager.DefaultCertificateSecret},
 		Type:       corev1.SecretTypeTLS,
 		Data:       map[string][]byte{corev1.TLSCertKey: serving.CertPEM, corev1.TLSPrivateKeyKey: serving.KeyPEM, "ca.crt": h.ca.PEM},
 	}
@@ -92,7 +92,7 @@ func installHealthy(ctx context.Context, t *testing.T, cp *harness.ControlPlane)
 	}
 	server := ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: h.port, CertDir: certDir})
 	server.Register(webhook.Path, &admission.Webhook{Handler: webhook.NewHandler(webhook.Options{
-		Reader: c, Defaults: app.WebhookDefaults(cfg, cfg.ClusterID), ExcludedNamespaces: []string{managerNS},
+		Reader: c, Defaults: manager.WebhookDefaults(cfg, cfg.ClusterID), ExcludedNamespaces: []string{managerNS},
 	})})
 	sctx, stop := context.WithCancel(context.Background())
 	served := make(chan error, 1)
@@ -317,7 +317,7 @@ func TestCheck_AHealthyInstallationPassesAndEachFaultIsNamed(t *testing.T) {
 
 	t.Run("webhook configuration without a caBundle", func(t *testing.T) {
 		var mwc admissionregistrationv1.MutatingWebhookConfiguration
-		if err := c.Get(ctx, client.ObjectKey{Name: app.DefaultWebhookConfiguration}, &mwc); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Name: manager.DefaultWebhookConfiguration}, &mwc); err != nil {
 			t.Fatal(err)
 		}
 		for i := range mwc.Webhooks {

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 )
 
 const checkHelp = `
@@ -59,7 +59,7 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	fs := e.flagSet("check", "[flags]", checkHelp)
 	f.kube.add(fs, "")
 	f.manager.add(fs)
-	fs.StringVar(&f.webhookConfiguration, "webhook-configuration", app.DefaultWebhookConfiguration, "name of Eurekube's MutatingWebhookConfiguration")
+	fs.StringVar(&f.webhookConfiguration, "webhook-configuration", manager.DefaultWebhookConfiguration, "name of Eurekube's MutatingWebhookConfiguration")
 	fs.IntVar(&f.certDays, "cert-days", 14, "fail when the webhook's certificate expires within this many days")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -99,7 +99,7 @@ func gatherFindings(ctx context.Context, c client.Client, f checkFlags, now time
 	default:
 		out = append(out, evaluateManager(m, f.manager.namespace, f.manager.deployment))
 	}
-	certMode, secretName := app.CertificateModeCertManager, app.DefaultCertificateSecret
+	certMode, secretName := manager.CertificateModeCertManager, manager.DefaultCertificateSecret
 	if m != nil {
 		certMode, secretName = m.cfg.CertificateMode, m.cfg.CertificateSecret
 	}
@@ -128,7 +128,7 @@ func gatherFindings(ctx context.Context, c client.Client, f checkFlags, now time
 		}
 		host := webhookHost(mwc)
 		if host == "" {
-			host = app.DefaultWebhookService + "." + f.manager.namespace + ".svc"
+			host = manager.DefaultWebhookService + "." + f.manager.namespace + ".svc"
 		}
 		out = append(out, evaluateCertificate(f.manager.namespace+"/"+secretName, orNil(ok, secret), caBundle, host, now, f.certDays, certMode))
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 )
 
 // expect fails t unless f has the verdict and its detail (and fix, for a
@@ -64,11 +64,11 @@ func TestCheckWebhookConfig_NeedsACABundleAndAReadyService(t *testing.T) {
 		{Conditions: discoveryv1.EndpointConditions{Ready: &ready}},
 		{Conditions: discoveryv1.EndpointConditions{Ready: &notReady}},
 	}}}
-	expect(t, evaluateWebhookConfig("eurekube", nil, webhookTarget{}, app.CertificateModeCertManager), Fail, "MutatingWebhookConfiguration eurekube not found")
-	expect(t, evaluateWebhookConfig("eurekube", webhookConfig(nil), webhookTarget{service: svc, slices: slices}, app.CertificateModeCertManager),
+	expect(t, evaluateWebhookConfig("eurekube", nil, webhookTarget{}, manager.CertificateModeCertManager), Fail, "MutatingWebhookConfiguration eurekube not found")
+	expect(t, evaluateWebhookConfig("eurekube", webhookConfig(nil), webhookTarget{service: svc, slices: slices}, manager.CertificateModeCertManager),
 		Fail, "webhook inject.eurekube.io has no caBundle", "cert-manager")
-	expect(t, evaluateWebhookConfig("eurekube", webhookConfig(nil), webhookTarget{}, app.CertificateModeSelfManaged), Fail, "no caBundle", "leader writes it")
-	expect(t, evaluateWebhookConfig("eurekube", webhookConfig([]byte("x")), webhookTarget{}, app.CertificateModeCertManager), Fail, "Service eurekube-system/eurekube-webhook is not found")
+	expect(t, evaluateWebhookConfig("eurekube", webhookConfig(nil), webhookTarget{}, manager.CertificateModeSelfManaged), Fail, "no caBundle", "leader writes it")
+	expect(t, evaluateWebhookConfig("eurekube", webhookConfig([]byte("x")), webhookTarget{}, manager.CertificateModeCertManager), Fail, "Service eurekube-system/eurekube-webhook is not found")
 	expect(t, evaluateWebhookConfig("eurekube", webhookConfig([]byte("x")), webhookTarget{service: svc, slices: slices[:0]}, ""), Fail, "has no ready endpoint")
 	expect(t, evaluateWebhookConfig("eurekube", webhookConfig([]byte("x")), webhookTarget{service: svc, slices: slices}, ""), Pass, "has 1 ready endpoint")
 }
@@ -97,7 +97,7 @@ func TestCheckCertificate_ChainsToTheCABundleCoversTheServiceAndIsNotExpiring(t 
 	now := time.Now()
 	good := servingSecret(t, ca, 90*24*time.Hour, host)
 	check := func(secret *corev1.Secret, caBundle []byte, at time.Time) Finding {
-		return evaluateCertificate("eurekube-system/eurekube-webhook-tls", secret, caBundle, host, at, 14, app.CertificateModeCertManager)
+		return evaluateCertificate("eurekube-system/eurekube-webhook-tls", secret, caBundle, host, at, 14, manager.CertificateModeCertManager)
 	}
 	expect(t, check(nil, ca.PEM, now), Fail, "Secret eurekube-system/eurekube-webhook-tls not found")
 	expect(t, check(good, ca.PEM, now), Pass, "chains to the caBundle", "covers "+host, "(89 days)")

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/webhook"
 )
 
@@ -54,7 +54,7 @@ type injectFlags struct {
 	kube        kubeFlags
 	manager     managerFlags
 
-	// The manager's flags offline; forwarded to app.ParseFlags when set.
+	// The manager's flags offline; forwarded to manager.ParseFlags when set.
 	registrarImage string
 	eurekaURLs     []string
 	clusterID      string
@@ -78,7 +78,7 @@ func (m *managerFlags) add(fs *pflag.FlagSet) {
 func runInject(ctx context.Context, e *env, args []string) error {
 	// The manager's defaults, from its own parser: an empty command line
 	// fails validation (no --registrar-image) but still sets every default.
-	defaults, _ := app.ParseFlags(nil, io.Discard)
+	defaults, _ := manager.ParseFlags(nil, io.Discard)
 
 	var f injectFlags
 	fs := e.flagSet("inject", "-f FILE|- [--syncers FILE | --from-cluster] [flags]", injectHelp)
@@ -174,7 +174,7 @@ func (f *injectFlags) offlineSource(fs *pflag.FlagSet, stream *offlineSource, de
 			}
 		}
 	})
-	cfg, err := app.ParseFlags(managerArgs, io.Discard)
+	cfg, err := manager.ParseFlags(managerArgs, io.Discard)
 	if err != nil {
 		return nil, webhook.Defaults{}, usageError{strings.ReplaceAll(err.Error(), "\n", "; ")}
 	}
@@ -191,7 +191,7 @@ func (f *injectFlags) offlineSource(fs *pflag.FlagSet, stream *offlineSource, de
 		stream.all = append(stream.all, syncers...)
 	}
 	stream.excluded = append(slices.Clone(cfg.ExcludedNamespaces), f.manager.namespace)
-	return stream, app.WebhookDefaults(cfg, cfg.ClusterID), nil
+	return stream, manager.WebhookDefaults(cfg, cfg.ClusterID), nil
 }
 
 // clusterSource reads the manager's settings from its Deployment and
@@ -218,7 +218,7 @@ func (f *injectFlags) clusterSource(ctx context.Context, e *env, stream *offline
 	}
 	excluded := append(slices.Clone(m.cfg.ExcludedNamespaces), f.manager.namespace)
 	src := &clusterSource{ctx: ctx, c: cl, excluded: excluded, stream: stream}
-	return src, app.WebhookDefaults(m.cfg, clusterID), nil
+	return src, manager.WebhookDefaults(m.cfg, clusterID), nil
 }
 
 // open is the file, or standard input for "-".

@@ -14,7 +14,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/webhook"
 )
 
@@ -145,8 +145,8 @@ type managerDeployment struct {
 	deployment *appsv1.Deployment
 	// args are the manager container's arguments.
 	args []string
-	// cfg is what app.ParseFlags makes of args.
-	cfg app.Config
+	// cfg is what manager.ParseFlags makes of args.
+	cfg manager.Config
 	// ignored are flags of args this version of the CLI does not know (a
 	// newer manager).
 	ignored []string
@@ -177,18 +177,18 @@ func readManager(ctx context.Context, c client.Reader, namespace, name string) (
 	return m, nil
 }
 
-// parseManagerArgs parses the manager's arguments with app.ParseFlags, as
+// parseManagerArgs parses the manager's arguments with manager.ParseFlags, as
 // the manager does, in the manager's namespace and as its ServiceAccount.
 // Flags it does not know (a manager newer than this CLI) are dropped and
 // returned.
-func parseManagerArgs(args []string, namespace, serviceAccount string) (app.Config, []string, error) {
+func parseManagerArgs(args []string, namespace, serviceAccount string) (manager.Config, []string, error) {
 	var ignored []string
 	for {
-		cfg, err := app.ParseFlags(args, io.Discard)
+		cfg, err := manager.ParseFlags(args, io.Discard)
 		if err != nil && cfg.CertDir == "" { // the flags did not parse: no defaults were set
 			name, ok := strings.CutPrefix(err.Error(), "unknown flag: --")
 			if !ok {
-				return app.Config{}, ignored, fmt.Errorf("manager flags: %w", err)
+				return manager.Config{}, ignored, fmt.Errorf("manager flags: %w", err)
 			}
 			ignored = append(ignored, "--"+name)
 			args = slices.DeleteFunc(args, func(a string) bool { return a == "--"+name || strings.HasPrefix(a, "--"+name+"=") })

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/webhook"
 	"github.com/eurekube/eurekube/webhook/webhooktest"
 )
@@ -129,7 +129,7 @@ func TestInject_OfflineNeedsTheClusterIDAndTheRegistrarImage(t *testing.T) {
 // flags, applies its JSON patch as the API server would (through the fake
 // client's patch) and compares with inject's output.
 func TestInject_PodEqualsWhatTheWebhookHandlerAdmits(t *testing.T) {
-	cfg, err := app.ParseFlags(testManagerFlags, os.Stderr)
+	cfg, err := manager.ParseFlags(testManagerFlags, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestInject_PodEqualsWhatTheWebhookHandlerAdmits(t *testing.T) {
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{v1alpha1.NamespaceInjectionLabel: "enabled"}}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ns, &syncers[0]).Build()
-	h := webhook.NewHandler(webhook.Options{Reader: c, Defaults: app.WebhookDefaults(cfg, cfg.ClusterID), ExcludedNamespaces: cfg.ExcludedNamespaces})
+	h := webhook.NewHandler(webhook.Options{Reader: c, Defaults: manager.WebhookDefaults(cfg, cfg.ClusterID), ExcludedNamespaces: cfg.ExcludedNamespaces})
 
 	for name, pod := range map[string]*corev1.Pod{
 		"spring boot":  webhooktest.SpringBootPod("shop", "orders-1"),

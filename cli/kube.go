@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 )
 
 // kubeFlags choose the cluster as kubectl does: --kubeconfig, else
@@ -74,7 +74,7 @@ func (k *kubeFlags) connect() (*cluster, error) {
 
 // newScheme is the manager's scheme plus the CRD type, which check reads.
 func newScheme() (*runtime.Scheme, error) {
-	s, err := app.NewScheme()
+	s, err := manager.NewScheme()
 	if err != nil {
 		return nil, err
 	}

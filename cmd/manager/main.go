@@ -20,7 +20,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/eurekube/eurekube/cli"
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 )
 
 // cliName is the name under which the manager runs the command line.
@@ -37,7 +37,7 @@ func run(ctx context.Context) int {
 	if filepath.Base(os.Args[0]) == cliName {
 		return cli.Main(ctx, os.Args, cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	}
-	cfg, err := app.ParseFlags(os.Args[1:], os.Stderr)
+	cfg, err := manager.ParseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
@@ -45,7 +45,7 @@ func run(ctx context.Context) int {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		return 2
 	}
-	if err := app.Run(ctx, cfg); err != nil {
+	if err := manager.Run(ctx, cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		return 1
 	}

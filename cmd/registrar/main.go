@@ -31,8 +31,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/eurekube/eurekube/cmd/internal/logging"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/logging"
 	"github.com/eurekube/eurekube/sidecar"
 )
 

@@ -20,7 +20,7 @@ import (
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -41,7 +41,7 @@ var suite struct {
 	webhookPort int
 	logPath     string
 	// cfg is the running manager's configuration.
-	cfg app.Config
+	cfg manager.Config
 	// injectionErr says why the API server does not inject pods, if so.
 	injectionErr error
 	// managerDone is closed when the manager's Run returns.
@@ -123,7 +123,7 @@ func startManager(ctx context.Context) (stop func(), err error) {
 	}
 	suite.logPath = logFile.Name()
 	os.Setenv("POD_NAMESPACE", managerNamespace)
-	cfg, err := app.ParseFlags([]string{
+	cfg, err := manager.ParseFlags([]string{
 		"--registrar-image=" + registrarImage,
 		"--eureka-url=" + defaultEureka,
 		"--default-drain=" + strconv.Itoa(defaultDrain),
@@ -146,7 +146,7 @@ func startManager(ctx context.Context) (stop func(), err error) {
 	runErr := make(chan error, 1)
 	go func() {
 		defer close(suite.managerDone)
-		runErr <- app.Run(mctx, cfg)
+		runErr <- manager.Run(mctx, cfg)
 	}()
 	// The log file stays open: the manager's last goroutines may still
 	// write while it shuts down.

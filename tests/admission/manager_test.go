@@ -6,7 +6,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 )
 
 func TestManager_WithoutAccessToKubeSystemSaysHowToSetTheClusterID(t *testing.T) {
@@ -18,7 +18,7 @@ func TestManager_WithoutAccessToKubeSystemSaysHowToSetTheClusterID(t *testing.T)
 	cfg := suite.cfg
 	cfg.RestConfig = user.Config()
 	cfg.ClusterID = ""
-	err = app.Run(testContext(t), cfg)
+	err = manager.Run(testContext(t), cfg)
 	for _, want := range []string{"kube-system", "forbidden", "--cluster-id"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("Run without access to kube-system: %v, want an error mentioning %q", err, want)

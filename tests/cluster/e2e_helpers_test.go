@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
-	managerapp "github.com/eurekube/eurekube/cmd/manager/app"
+	managerapp "github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
 )

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 )
 
 // What may differ between the chart (release eurekube in eurekube-system)
@@ -41,9 +41,9 @@ var (
 	hookAnnotation = "helm.sh/hook"
 	defaultFlags   = []string{
 		"--credentials-cluster-role=" + v1alpha1.EurekaAccessClusterRole,
-		"--webhook-configuration=" + app.DefaultWebhookConfiguration,
-		"--webhook-service=" + app.DefaultWebhookService,
-		"--certificate-secret=" + app.DefaultCertificateSecret,
+		"--webhook-configuration=" + manager.DefaultWebhookConfiguration,
+		"--webhook-service=" + manager.DefaultWebhookService,
+		"--certificate-secret=" + manager.DefaultCertificateSecret,
 	}
 )
 
@@ -52,7 +52,7 @@ func TestChart_DefaultValuesInstallWhatManifestsDefaultInstalls(t *testing.T) {
 }
 
 func TestChart_SelfManagedCertificatesInstallWhatManifestsSelfManagedInstalls(t *testing.T) {
-	compareWithManifests(t, "certificates: {mode: "+app.CertificateModeSelfManaged+"}\n", "self-managed")
+	compareWithManifests(t, "certificates: {mode: "+manager.CertificateModeSelfManaged+"}\n", "self-managed")
 }
 
 // compareWithManifests renders the chart with values and fails where it

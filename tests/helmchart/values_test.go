@@ -13,7 +13,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 )
 
 func TestValues_ManagerSettingsBecomeItsFlags(t *testing.T) {
@@ -167,7 +167,7 @@ func TestValues_TheManagersGrantHintIsTheChartsRoleBinding(t *testing.T) {
 	// What the downward API gives the manager.
 	t.Setenv("POD_NAMESPACE", releaseNamespace)
 	t.Setenv("POD_SERVICE_ACCOUNT", d.Spec.Template.Spec.ServiceAccountName)
-	cfg, err := app.ParseFlags(d.Spec.Template.Spec.Containers[0].Args, io.Discard)
+	cfg, err := manager.ParseFlags(d.Spec.Template.Spec.Containers[0].Args, io.Discard)
 	if err != nil {
 		t.Fatalf("the chart's manager flags: %v", err)
 	}

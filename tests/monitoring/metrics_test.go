@@ -12,10 +12,10 @@ import (
 
 	// The manager's packages register their metrics in controller-runtime's
 	// registry when imported: the controller's, the webhook's,
-	// cmd/manager/app's (the served certificate's expiry) and, through them,
+	// package manager's (the served certificate's expiry) and, through them,
 	// controller-runtime's own (webhook requests, leader election).
-	_ "github.com/eurekube/eurekube/cmd/manager/app"
 	_ "github.com/eurekube/eurekube/controller"
+	_ "github.com/eurekube/eurekube/manager"
 	_ "github.com/eurekube/eurekube/webhook"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	managerapp "github.com/eurekube/eurekube/cmd/manager/app"
+	managerapp "github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/webhook"
 )
 

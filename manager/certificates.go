@@ -1,4 +1,4 @@
-package app
+package manager
 
 import (
 	"crypto/tls"
@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/eurekube/eurekube/certs"
-	"github.com/eurekube/eurekube/cmd/manager/app/selfmanaged"
+	"github.com/eurekube/eurekube/certs/selfmanaged"
 )
 
 // CertificateLifetimes are the self-managed certificates' validities and

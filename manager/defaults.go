@@ -1,4 +1,4 @@
-package app
+package manager
 
 import (
 	corev1 "k8s.io/api/core/v1"

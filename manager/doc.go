@@ -1,4 +1,4 @@
-// Package app is the Eurekube manager: one controller-runtime Manager that
+// Package manager is the Eurekube manager: one controller-runtime Manager that
 // serves the pod injection webhook on every replica, runs the reconcilers on
 // the elected leader, and serves health probes and metrics. cmd/manager only
 // parses flags and handles signals; tests start the same manager in-process
@@ -27,4 +27,4 @@
 //     mode watches its one certificate Secret by name, outside the cache).
 //   - The cluster id defaults to the UID of kube-system, read once at
 //     start-up without the cache.
-package app
+package manager

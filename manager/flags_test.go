@@ -1,4 +1,4 @@
-package app
+package manager
 
 import (
 	"errors"
@@ -124,11 +124,11 @@ func TestCertificateDefaults_NameTheManifestsObjects(t *testing.T) {
 	checks := []struct {
 		file, want string
 	}{
-		{"../../../manifests/webhook/mutating_webhook.yaml", "name: " + DefaultWebhookConfiguration + "\n"},
-		{"../../../manifests/webhook/service.yaml", "name: " + DefaultWebhookService + "\n"},
-		{"../../../manifests/certmanager/certificates.yaml", "secretName: " + DefaultCertificateSecret + "\n"},
-		{"../../../manifests/certmanager/certificates.yaml", "- " + ServiceDNSNames(DefaultWebhookService, "eurekube-system")[0] + "\n"},
-		{"../../../manifests/certmanager/certificates.yaml", "- " + ServiceDNSNames(DefaultWebhookService, "eurekube-system")[1] + "\n"},
+		{"../manifests/webhook/mutating_webhook.yaml", "name: " + DefaultWebhookConfiguration + "\n"},
+		{"../manifests/webhook/service.yaml", "name: " + DefaultWebhookService + "\n"},
+		{"../manifests/certmanager/certificates.yaml", "secretName: " + DefaultCertificateSecret + "\n"},
+		{"../manifests/certmanager/certificates.yaml", "- " + ServiceDNSNames(DefaultWebhookService, "eurekube-system")[0] + "\n"},
+		{"../manifests/certmanager/certificates.yaml", "- " + ServiceDNSNames(DefaultWebhookService, "eurekube-system")[1] + "\n"},
 	}
 	for _, c := range checks {
 		data, err := os.ReadFile(c.file)

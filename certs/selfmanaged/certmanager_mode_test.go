@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/eurekube/eurekube/certs"
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -30,7 +30,7 @@ func TestCertManagerMode_ServesTheRenewedFilesAndExportsTheirExpiry(t *testing.T
 		t.Fatal(err)
 	}
 	e := &env{t: t, namespace: "cert-manager-mode", ctx: ctx}
-	r := e.startWith(cp.Config, app.CertificateLifetimes{}, []string{"--registrar-image=eurekube/registrar:test", "--cert-dir=" + dir})
+	r := e.startWith(cp.Config, manager.CertificateLifetimes{}, []string{"--registrar-image=eurekube/registrar:test", "--cert-dir=" + dir})
 
 	renewed, err := ca.Rotate(dir, certs.LocalHosts())
 	if err != nil {

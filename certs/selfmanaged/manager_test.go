@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/certs"
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -73,7 +73,7 @@ func newEnv(t *testing.T) *env {
 	return &env{t: t, namespace: ns.Name, webhook: mwc.Name, webhookObject: mwc, ctx: ctx}
 }
 
-// replica is a manager started in-process by app.Run.
+// replica is a manager started in-process by manager.Run.
 type replica struct {
 	webhookPort, healthPort, metricsPort int
 	done                                 chan struct{}
@@ -83,7 +83,7 @@ type replica struct {
 // start runs a manager in self-managed mode from its own flags, as
 // cmd/manager would, with leader election on, and waits until /readyz
 // passes.
-func (e *env) start(lifetimes app.CertificateLifetimes) *replica {
+func (e *env) start(lifetimes manager.CertificateLifetimes) *replica {
 	e.t.Helper()
 	return e.startWith(cp.Config, lifetimes, []string{
 		"--registrar-image=eurekube/registrar:test",
@@ -95,7 +95,7 @@ func (e *env) start(lifetimes app.CertificateLifetimes) *replica {
 
 // startWith runs a manager with args, then this machine's addresses and
 // ports, as the user of restCfg.
-func (e *env) startWith(restCfg *rest.Config, lifetimes app.CertificateLifetimes, args []string) *replica {
+func (e *env) startWith(restCfg *rest.Config, lifetimes manager.CertificateLifetimes, args []string) *replica {
 	t := e.t
 	t.Helper()
 	r := &replica{done: make(chan struct{})}
@@ -106,7 +106,7 @@ func (e *env) startWith(restCfg *rest.Config, lifetimes app.CertificateLifetimes
 		}
 	}
 	t.Setenv("POD_NAMESPACE", e.namespace)
-	cfg, err := app.ParseFlags(append(slices.Clone(args),
+	cfg, err := manager.ParseFlags(append(slices.Clone(args),
 		"--cluster-id=selfmanaged-test",
 		"--webhook-host=127.0.0.1",
 		"--webhook-port="+strconv.Itoa(r.webhookPort),
@@ -130,7 +130,7 @@ func (e *env) startWith(restCfg *rest.Config, lifetimes app.CertificateLifetimes
 	runErr := make(chan error, 1)
 	go func() {
 		defer close(r.done)
-		runErr <- app.Run(ctx, cfg)
+		runErr <- manager.Run(ctx, cfg)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -186,7 +186,7 @@ func (e *env) caBundle() []byte {
 // secret is the certificate Secret, nil while there is none.
 func (e *env) secret() *corev1.Secret {
 	var s corev1.Secret
-	err := cp.Client.Get(e.ctx, client.ObjectKey{Namespace: e.namespace, Name: app.DefaultCertificateSecret}, &s)
+	err := cp.Client.Get(e.ctx, client.ObjectKey{Namespace: e.namespace, Name: manager.DefaultCertificateSecret}, &s)
 	if err != nil {
 		return nil
 	}
@@ -203,7 +203,7 @@ func (e *env) handshake(r *replica) (*x509.Certificate, error) {
 	}
 	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp",
 		net.JoinHostPort("127.0.0.1", strconv.Itoa(r.webhookPort)),
-		&tls.Config{RootCAs: roots, ServerName: app.ServiceDNSNames(app.DefaultWebhookService, e.namespace)[0]})
+		&tls.Config{RootCAs: roots, ServerName: manager.ServiceDNSNames(manager.DefaultWebhookService, e.namespace)[0]})
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +217,7 @@ func (e *env) waitForCertificates() *corev1.Secret {
 	var s *corev1.Secret
 	harness.Eventually(e.t, deadline, "the leader stores the certificates and patches the caBundle", func() error {
 		if s = e.secret(); s == nil {
-			return errors.New("no Secret " + app.DefaultCertificateSecret)
+			return errors.New("no Secret " + manager.DefaultCertificateSecret)
 		}
 		for _, k := range []string{certs.CAFile, certs.CAKeyFile, certs.CertFile, certs.KeyFile} {
 			if len(s.Data[k]) == 0 {

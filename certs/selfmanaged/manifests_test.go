@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/eurekube/eurekube/cmd/manager/app"
+	"github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -53,7 +53,7 @@ func TestManifests_SelfManagedOverlayRunsTheManagerWithItsOwnRBAC(t *testing.T) 
 		t.Errorf("the manager mounts volumes %v, want none", dep.Spec.Template.Spec.Volumes)
 	}
 	args := dep.Spec.Template.Spec.Containers[0].Args
-	if !contains(args, "--certificate-mode="+app.CertificateModeSelfManaged) {
+	if !contains(args, "--certificate-mode="+manager.CertificateModeSelfManaged) {
 		t.Fatalf("the manager's args %q do not select self-managed certificates", args)
 	}
 
@@ -62,16 +62,16 @@ func TestManifests_SelfManagedOverlayRunsTheManagerWithItsOwnRBAC(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, namespace: dep.Namespace, webhook: app.DefaultWebhookConfiguration, ctx: ctx}
-	r := e.startWith(user.Config(), app.CertificateLifetimes{}, args)
+	e := &env{t: t, namespace: dep.Namespace, webhook: manager.DefaultWebhookConfiguration, ctx: ctx}
+	r := e.startWith(user.Config(), manager.CertificateLifetimes{}, args)
 	secret := e.waitForCertificates()
 	if _, err := e.handshake(r); err != nil {
 		t.Fatalf("a client trusting the caBundle: %v", err)
 	}
 	// Created with its owner, which OwnerReferencesPermissionEnforcement
 	// allows without delete on the Secret or the configuration's finalizers.
-	if owners := secret.OwnerReferences; len(owners) != 1 || owners[0].Name != app.DefaultWebhookConfiguration {
-		t.Errorf("the Secret's owners are %+v, want the webhook configuration %s", owners, app.DefaultWebhookConfiguration)
+	if owners := secret.OwnerReferences; len(owners) != 1 || owners[0].Name != manager.DefaultWebhookConfiguration {
+		t.Errorf("the Secret's owners are %+v, want the webhook configuration %s", owners, manager.DefaultWebhookConfiguration)
 	}
 }
 

@@ -1,4 +1,4 @@
-package app
+package manager
 
 import "github.com/eurekube/eurekube/webhook"
 

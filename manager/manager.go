@@ -1,4 +1,4 @@
-package app
+package manager
 
 import (
 	"context"
@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
-	"github.com/eurekube/eurekube/cmd/internal/logging"
 	"github.com/eurekube/eurekube/controller"
+	"github.com/eurekube/eurekube/internal/logging"
 	"github.com/eurekube/eurekube/webhook"
 )
 

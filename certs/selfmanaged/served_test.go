@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/eurekube/eurekube/certs"
-	"github.com/eurekube/eurekube/cmd/manager/app/selfmanaged"
+	"github.com/eurekube/eurekube/certs/selfmanaged"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 

@@ -18,16 +18,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/certs"
-	"github.com/eurekube/eurekube/cmd/manager/app"
-	"github.com/eurekube/eurekube/cmd/manager/app/selfmanaged"
+	"github.com/eurekube/eurekube/certs/selfmanaged"
+	"github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
 func TestSelfManaged_EveryReplicaServesTheLeadersCertificateTrustedByTheCABundle(t *testing.T) {
 	e := newEnv(t)
-	first := e.start(app.CertificateLifetimes{})
+	first := e.start(manager.CertificateLifetimes{})
 	secret := e.waitForCertificates()
-	second := e.start(app.CertificateLifetimes{})
+	second := e.start(manager.CertificateLifetimes{})
 	want := leaf(t, secret)
 
 	for name, r := range map[string]*replica{"first replica": first, "second replica": second} {
@@ -67,7 +67,7 @@ func TestSelfManaged_EveryReplicaServesTheLeadersCertificateTrustedByTheCABundle
 			return err
 		}
 		for _, ev := range list.Items {
-			if ev.Regarding.Kind == "Secret" && ev.Regarding.Name == app.DefaultCertificateSecret && ev.Reason == selfmanaged.ReasonServingIssued {
+			if ev.Regarding.Kind == "Secret" && ev.Regarding.Name == manager.DefaultCertificateSecret && ev.Reason == selfmanaged.ReasonServingIssued {
 				return nil
 			}
 		}
@@ -77,7 +77,7 @@ func TestSelfManaged_EveryReplicaServesTheLeadersCertificateTrustedByTheCABundle
 
 func TestSelfManaged_RestoresACABundleSomeoneReset(t *testing.T) {
 	e := newEnv(t)
-	e.start(app.CertificateLifetimes{})
+	e.start(manager.CertificateLifetimes{})
 	secret := e.waitForCertificates()
 
 	// What a helm upgrade or kubectl apply of the manifest does.
@@ -98,7 +98,7 @@ func TestSelfManaged_RestoresACABundleSomeoneReset(t *testing.T) {
 // is adopted as it is: the owner added, nothing issued anew.
 func TestSelfManaged_AdoptsASecretWithoutAnOwnerKeepingItsCertificates(t *testing.T) {
 	e := newEnv(t)
-	e.start(app.CertificateLifetimes{})
+	e.start(manager.CertificateLifetimes{})
 	issued := e.waitForCertificates()
 	if len(issued.OwnerReferences) != 1 {
 		t.Fatalf("the Secret's owners are %+v, want the webhook configuration", issued.OwnerReferences)
@@ -126,7 +126,7 @@ func TestSelfManaged_AdoptsASecretWithoutAnOwnerKeepingItsCertificates(t *testin
 // would delete; a configuration created again is a fresh start.
 func TestSelfManaged_IssuesNothingWithoutItsWebhookConfigurationAndStartsOverWhenItReturns(t *testing.T) {
 	e := newEnv(t)
-	r := e.start(app.CertificateLifetimes{})
+	r := e.start(manager.CertificateLifetimes{})
 	before := e.waitForCertificates()
 
 	if err := cp.Client.Delete(e.ctx, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: e.webhook}}); err != nil {
@@ -186,7 +186,7 @@ func TestSelfManaged_IssuesNothingWithoutItsWebhookConfigurationAndStartsOverWhe
 func TestSelfManaged_RotatesTheServingCertificateWithoutARestart(t *testing.T) {
 	e := newEnv(t)
 	// Renewed at 8 s, 4 s before it expires: slack for a busy machine.
-	r := e.start(app.CertificateLifetimes{Serving: 12 * time.Second})
+	r := e.start(manager.CertificateLifetimes{Serving: 12 * time.Second})
 	first := leaf(t, e.waitForCertificates())
 
 	// Rotated twice, every handshake trusting the caBundle succeeding.
@@ -211,7 +211,7 @@ func TestSelfManaged_RotatesTheCAKeepingBothInTheCABundleDuringTheOverlap(t *tes
 	// The CA rotates at 16 s; the new CA signs the served certificate a
 	// second later, 7 s before the old one (whose certificates never
 	// outlive it) expires: slack for a busy machine.
-	r := e.start(app.CertificateLifetimes{CA: 24 * time.Second, TrustDelay: time.Second})
+	r := e.start(manager.CertificateLifetimes{CA: 24 * time.Second, TrustDelay: time.Second})
 	firstCA := parseBundle(t, e.waitForCertificates().Data[certs.CAFile])[0]
 
 	overlap := false
