@@ -686,26 +686,34 @@ func TestDelete_AnUnreachableEurekaHoldsTheFinalizerOnlySoLongOnceNoPodRunsTheRe
 	if waited := time.Since(podGone); waited < detachTimeout {
 		t.Errorf("the finalizer went %s after the last pod, before the %s bound", waited, detachTimeout)
 	}
+	// The recorder writes Events in the background: wait for the warning.
+	var warning corev1.Event
+	harness.Eventually(t, patience, "a DetachTimedOut event", func() error {
+		events, err := syncerEvents(ns, s.Name)
+		if err != nil {
+			return err
+		}
+		for _, e := range events {
+			if e.Reason == "DetachTimedOut" {
+				warning = e
+				return nil
+			}
+		}
+		return fmt.Errorf("no DetachTimedOut event among %d", len(events))
+	})
+	for _, want := range []string{nowhere, "lease", "self-preservation"} {
+		if warning.Type != corev1.EventTypeWarning || !strings.Contains(warning.Message, want) {
+			t.Errorf("event %s %s %q, want a Warning naming %q", warning.Type, warning.Reason, warning.Message, want)
+		}
+	}
 	events, err := syncerEvents(ns, s.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var warned bool
 	for _, e := range events {
-		switch {
-		case e.Reason == "Detached":
+		if e.Reason == "Detached" {
 			t.Errorf("event %s %q: nothing confirmed that Eureka holds nothing", e.Reason, e.Message)
-		case e.Reason == "DetachTimedOut":
-			warned = true
-			for _, want := range []string{nowhere, "lease", "self-preservation"} {
-				if e.Type != corev1.EventTypeWarning || !strings.Contains(e.Message, want) {
-					t.Errorf("event %s %s %q, want a Warning naming %q", e.Type, e.Reason, e.Message, want)
-				}
-			}
 		}
-	}
-	if !warned {
-		t.Errorf("no DetachTimedOut event among %d", len(events))
 	}
 }
 

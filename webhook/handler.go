@@ -136,6 +136,10 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("decode pod: %w", err)), ReasonMalformed
 	}
 	namespace := cmp.Or(req.Namespace, pod.Namespace)
+	if namespace == "" { // the API server always names it
+		h.requestLog(req, pod).Warn("admission request for a pod without a namespace")
+		return admission.Errored(http.StatusBadRequest, errors.New("admission request names no namespace for the pod")), ReasonMalformed
+	}
 
 	ns, syncers, err := h.read(ctx, h.reader, namespace)
 	r := Inject(pod, ns, syncers, h.defaults)

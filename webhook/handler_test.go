@@ -161,6 +161,7 @@ func TestHandler_MalformedRequestsGetAnErrorResponseNeverAPanic(t *testing.T) {
 		"review without request": []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}`),
 		"object is not a pod":    review(t, admissionv1.Create, "Pod", map[string]any{"spec": "nonsense"}),
 		"object is garbage":      []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","kind":{"version":"v1","kind":"Pod"},"operation":"CREATE","namespace":"shop","object":"AAAA"}}`),
+		"pod without namespace":  []byte(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"x","kind":{"version":"v1","kind":"Pod"},"operation":"CREATE","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","image":"a"}]}}}}`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, out := serve(wh, body)
