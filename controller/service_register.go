@@ -55,50 +55,29 @@ func serviceInstances(s *v1alpha1.EurekaSyncer, res serviceResolution, clusterID
 	if s.EffectiveTraffic() == v1alpha1.TrafficStandby {
 		override = eureka.StatusOutOfService
 	}
-	renewal, duration := leaseOf(s)
 	out := make([]eureka.Instance, 0, len(res.addresses))
 	for _, addr := range res.addresses {
-		// The registrar's defaults name the VIPs after the app, and its
-		// rules make the URLs: a caller, Spring Boot Admin or the Eureka
-		// dashboard finds the app the same way whichever mode registers it.
+		// The registrar's settings and shape for the Service at this
+		// address: a caller, Spring Boot Admin or the Eureka dashboard
+		// finds the app the same way whichever mode registers it.
 		rc := sidecar.Defaults(app, int(addr.Port))
 		rc.PodIP, rc.Protocol = addr.Host, serviceProtocol(s, res.port)
 		if m := s.Spec.Management; m != nil && m.BasePath != "" {
 			rc.Management.BasePath = m.BasePath
 		}
-		meta := make(map[string]string, len(s.Spec.Metadata)+6)
-		var home, statusPage, health string
-		if rc.Protocol == sidecar.ProtocolHTTP {
-			rc.AddManagementMetadata(meta)
-			home, statusPage, health = rc.URLs()
+		rc.VIPAddress = cmp.Or(s.Spec.VIPAddress, rc.VIPAddress)
+		rc.SecureVIPAddress = cmp.Or(s.Spec.SecureVIPAddress, rc.SecureVIPAddress)
+		rc.Metadata = s.Spec.Metadata
+		if n := s.Spec.Lease.RenewalIntervalSeconds; n > 0 {
+			rc.RenewalInterval = time.Duration(n) * time.Second
 		}
-		maps.Copy(meta, s.Spec.Metadata)
-		// The markers come last so that no user metadata can forge them.
-		meta[eureka.MetaManagedBy] = eureka.ManagedByValue
-		meta[eureka.MetaCluster] = clusterID
-		meta[eureka.MetaNamespace] = s.Namespace
-		meta[eureka.MetaSyncer] = s.Name
-		meta[eureka.MetaService] = s.Spec.Service.Name
-		out = append(out, eureka.Instance{
-			App:        app,
-			InstanceID: serviceInstanceID(addr, app, s.Spec.Service.Name, s.Namespace, clusterID),
-			// Spring clients call hostName; ipAddr is required, and for a
-			// DNS name the name is the best there is.
-			HostName:         addr.Host,
-			IPAddr:           addr.Host,
-			VIPAddress:       cmp.Or(s.Spec.VIPAddress, rc.VIPAddress),
-			SecureVIPAddress: cmp.Or(s.Spec.SecureVIPAddress, rc.SecureVIPAddress),
-			Status:           status,
-			OverriddenStatus: override,
-			Port:             int(addr.Port),
-			PortEnabled:      true,
-			HomePageURL:      home,
-			StatusPageURL:    statusPage,
-			HealthCheckURL:   health,
-			RenewalInterval:  renewal,
-			Duration:         duration,
-			Metadata:         meta,
-		})
+		if n := s.Spec.Lease.DurationSeconds; n > 0 {
+			rc.LeaseDuration = time.Duration(n) * time.Second
+		}
+		inst := rc.Shape(serviceInstanceID(addr, app, s.Spec.Service.Name, s.Namespace, clusterID), status,
+			sidecar.Markers{Cluster: clusterID, Namespace: s.Namespace, Syncer: s.Name, Service: s.Spec.Service.Name})
+		inst.OverriddenStatus = override
+		out = append(out, inst)
 	}
 	return out
 }
@@ -109,18 +88,6 @@ func serviceInstances(s *v1alpha1.EurekaSyncer, res serviceResolution, clusterID
 func serviceProtocol(s *v1alpha1.EurekaSyncer, port corev1.ServicePort) string {
 	nonHTTP := v1alpha1.NonHTTPPortName(port.Name) || (port.AppProtocol != nil && v1alpha1.NonHTTPPortName(*port.AppProtocol))
 	return sidecar.ProtocolFor(v1alpha1.EffectiveProtocol(nonHTTP, s.Spec.Protocol) == v1alpha1.ProtocolTCP)
-}
-
-// leaseOf is spec.lease with Eureka's defaults for what is unset.
-func leaseOf(s *v1alpha1.EurekaSyncer) (renewal, duration time.Duration) {
-	renewal, duration = 30*time.Second, 90*time.Second
-	if n := s.Spec.Lease.RenewalIntervalSeconds; n > 0 {
-		renewal = time.Duration(n) * time.Second
-	}
-	if n := s.Spec.Lease.DurationSeconds; n > 0 {
-		duration = time.Duration(n) * time.Second
-	}
-	return renewal, duration
 }
 
 // sameRegistration is true when have (as Eureka lists it, or as this

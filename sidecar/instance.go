@@ -41,9 +41,31 @@ const (
 	MetaManagementScheme      = "management.scheme"
 )
 
+// Markers say who registered an instance: this cluster, the syncer's
+// namespace and name, and the pod (a registrar) or the Service (a
+// Service-mode syncer). The reconciler touches only instances that carry
+// its own cluster's markers.
+type Markers struct {
+	Cluster, Namespace, Syncer string
+	// Pod and PodUID name a registrar's pod; Service, a Service-mode
+	// syncer's Service. The unset ones are left out.
+	Pod, PodUID, Service string
+}
+
 // Instance is the pod's registration with the given status. hostName is the
 // pod IP, because Spring clients call hostName.
 func (c *Config) Instance(status eureka.Status) eureka.Instance {
+	return c.Shape(c.InstanceID(), status, Markers{Cluster: c.ClusterID, Namespace: c.PodNamespace, Syncer: c.Syncer, Pod: c.PodName, PodUID: c.PodUID})
+}
+
+// Shape is the one home of an instance's shape, whoever registers it: a
+// pod's registrar (Instance) or the reconciler for a Service-mode syncer's
+// Service at one address (PodIP then holds the address). It carries the
+// app upper-cased, the address as hostName and ipAddr (Spring clients call
+// hostName), the VIP addresses, the ports, the lease, an HTTP app's URLs
+// and management metadata (what Spring tools read), the user's metadata,
+// and the markers last, so that no user metadata can forge them.
+func (c *Config) Shape(id string, status eureka.Status, m Markers) eureka.Instance {
 	meta := make(map[string]string, len(c.Metadata)+10)
 	if c.Protocol == ProtocolHTTP {
 		c.AddManagementMetadata(meta)
@@ -51,17 +73,18 @@ func (c *Config) Instance(status eureka.Status) eureka.Instance {
 	for k, v := range c.Metadata {
 		meta[k] = v
 	}
-	// The ownership markers come last so that no user metadata can forge
-	// them: the reconciler deletes only what carries its own markers.
 	meta[eureka.MetaManagedBy] = eureka.ManagedByValue
-	meta[eureka.MetaCluster] = c.ClusterID
-	meta[eureka.MetaNamespace] = c.PodNamespace
-	meta[eureka.MetaPod] = c.PodName
-	meta[eureka.MetaPodUID] = c.PodUID
-	meta[eureka.MetaSyncer] = c.Syncer
+	meta[eureka.MetaCluster] = m.Cluster
+	meta[eureka.MetaNamespace] = m.Namespace
+	meta[eureka.MetaSyncer] = m.Syncer
+	for key, value := range map[string]string{eureka.MetaPod: m.Pod, eureka.MetaPodUID: m.PodUID, eureka.MetaService: m.Service} {
+		if value != "" {
+			meta[key] = value
+		}
+	}
 	inst := eureka.Instance{
 		App:               strings.ToUpper(c.AppName),
-		InstanceID:        c.InstanceID(),
+		InstanceID:        id,
 		HostName:          c.PodIP,
 		IPAddr:            c.PodIP,
 		VIPAddress:        c.VIPAddress,
