@@ -438,13 +438,7 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 	if err := k8s.Delete(ctx, gone, &clientGrace0); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, patience, "finalizer added", func() error {
-		got, err := getSyncer(s)
-		if err != nil || len(got.Finalizers) == 0 {
-			return fmt.Errorf("finalizers %v, %v", got.Finalizers, err)
-		}
-		return nil
-	})
+	waitFinalizer(t, s)
 	if err := k8s.Delete(ctx, s); err != nil {
 		t.Fatal(err)
 	}
@@ -558,13 +552,7 @@ func TestDelete_WhileEurekaIsDownAndAPodRunsTheRegistrarTheSyncerStaysUntilItAns
 	gone := newPod(t, ns, "payments", "payments-1", true, "10.0.5.1")
 	inst := register(t, c, s, gone)
 	running := newPod(t, ns, "payments", "payments-2", true, "10.0.5.2")
-	harness.Eventually(t, patience, "finalizer added", func() error {
-		got, err := getSyncer(s)
-		if err != nil || len(got.Finalizers) == 0 {
-			return fmt.Errorf("finalizers %v, %v", got.Finalizers, err)
-		}
-		return nil
-	})
+	waitFinalizer(t, s)
 	proxy.Block()
 	defer proxy.Unblock()
 	if err := k8s.Delete(ctx, gone, &clientGrace0); err != nil {
@@ -625,13 +613,7 @@ func TestDelete_AnUnreachableEurekaHoldsTheFinalizerOnlySoLongOnceNoPodRunsTheRe
 	nowhere := fmt.Sprintf("http://127.0.0.1:%d/eureka", port) // a typo, a retired server: nobody listens
 	s := newSyncer(t, ns, "ledger", nowhere)
 	pod := newPod(t, ns, "ledger", "ledger-1", true, "10.0.6.1")
-	harness.Eventually(t, patience, "finalizer added", func() error {
-		got, err := getSyncer(s)
-		if err != nil || len(got.Finalizers) == 0 {
-			return fmt.Errorf("finalizers %v, %v", got.Finalizers, err)
-		}
-		return nil
-	})
+	waitFinalizer(t, s)
 	if err := k8s.Delete(ctx, s); err != nil {
 		t.Fatal(err)
 	}
@@ -715,6 +697,19 @@ func TestDelete_AnUnreachableEurekaHoldsTheFinalizerOnlySoLongOnceNoPodRunsTheRe
 			t.Errorf("event %s %q: nothing confirmed that Eureka holds nothing", e.Reason, e.Message)
 		}
 	}
+}
+
+// waitFinalizer waits until the reconciler has put its finalizer on s, so
+// that deleting s goes through detach.
+func waitFinalizer(t *testing.T, s *v1alpha1.EurekaSyncer) {
+	t.Helper()
+	harness.Eventually(t, patience, "finalizer added", func() error {
+		got, err := getSyncer(s)
+		if err != nil || len(got.Finalizers) == 0 {
+			return fmt.Errorf("finalizers %v, %v", got.Finalizers, err)
+		}
+		return nil
+	})
 }
 
 // syncerEvents lists the Events about the syncer named name in ns.

@@ -60,13 +60,7 @@ func TestRegistrarCurrent_NamesThePodsInjectedFromAnOlderSpec(t *testing.T) {
 	ns := newNamespace(t)
 	before := newSyncer(t, ns, "orders", server.URL())
 	old := admitted(t, before, "orders-old", "10.0.9.1")
-	harness.Eventually(t, patience, "finalizer added", func() error {
-		got, err := getSyncer(before)
-		if err != nil || len(got.Finalizers) == 0 {
-			return fmt.Errorf("finalizers %v, %v", got.Finalizers, err)
-		}
-		return nil
-	})
+	waitFinalizer(t, before)
 	// Deleted and created again with another URL: the running pod keeps
 	// registering where it was injected to.
 	if err := k8s.Delete(ctx, before); err != nil {
