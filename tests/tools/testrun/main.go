@@ -135,6 +135,9 @@ func run(ctx context.Context, o runOptions) error {
 		name string
 		out  bytes.Buffer
 		done chan error
+		// stopped: still running when the run had already failed, and
+		// stopped for that, not failed on its own.
+		stopped bool
 	}
 	var jobs []*job
 	start := func(name string, cmd *exec.Cmd) error {
@@ -197,8 +200,20 @@ func run(ctx context.Context, o runOptions) error {
 			errs = append(errs, err)
 		}
 	}
+	stopping := false
 	for _, j := range jobs {
 		if len(errs) > 0 && ctx.Err() == nil {
+			if !stopping {
+				stopping = true
+				for _, other := range jobs {
+					select {
+					case err := <-other.done:
+						other.done <- err // finished before: its own outcome stands
+					default:
+						other.stopped = true
+					}
+				}
+			}
 			// Nothing can pass any more: stop the background suites
 			// the way an interrupt does, so they clean up.
 			for _, pid := range descendants() {
@@ -207,7 +222,11 @@ func run(ctx context.Context, o runOptions) error {
 		}
 		err := <-j.done
 		os.Stdout.Write(j.out.Bytes())
-		if err != nil {
+		switch {
+		case j.stopped:
+			fmt.Printf("testrun: %s was stopped, not failed: the run had already failed\n", j.name)
+			errs = append(errs, fmt.Errorf("%s: stopped because the run had already failed", j.name))
+		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", j.name, err))
 		}
 	}
