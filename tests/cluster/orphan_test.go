@@ -32,9 +32,11 @@ import (
 // new one registers the same instance ID and cancels it on the SIGTERM of
 // the deletion, which would remove the instance for the reconciler. The
 // test checks that the frozen process is the pod's only registrar (no
-// restart), that it stays stopped until it dies, and that the
-// OrphansRemoved Event names the instance: had anything cancelled it, the
-// reconciler would have found nothing to remove.
+// restart) and that the OrphansRemoved Event names the instance: had
+// anything cancelled it, the reconciler would have found nothing to
+// remove. (Whether the process is seen stopped until it dies is not: the
+// runtime may thaw it to deliver its SIGKILL, which a quiet run at efc310a
+// saw as state R.)
 func TestOrphan_RegistrarKilledIsCollected(t *testing.T) {
 	t.Parallel() // see TestMain
 	ctx := context.Background()
@@ -79,6 +81,7 @@ func TestOrphan_RegistrarKilledIsCollected(t *testing.T) {
 	}
 	deleted := time.Now()
 	var died time.Duration
+	thawed := ""
 	// The lease lasts 90 s; before that only the reconciler can remove it,
 	// within one resync (30 s) of the pod's end: it sees Eureka through one
 	// registry read per resync.
@@ -90,7 +93,12 @@ func TestOrphan_RegistrarKilledIsCollected(t *testing.T) {
 			case "", "Z":
 				died = time.Since(deleted)
 			default:
-				t.Fatalf("the frozen registrar of %s runs again (state %s)", victim.Name, s)
+				// The runtime may thaw the process to deliver its
+				// SIGKILL: seen running, it is being killed. Had it run
+				// its SIGTERM handler and cancelled, the reconciler would
+				// find nothing to remove: the OrphansRemoved Event below
+				// names the instance only if the reconciler removed it.
+				thawed = s
 			}
 		}
 		inst, err := instanceOf(app, victim.UID)
@@ -101,7 +109,10 @@ func TestOrphan_RegistrarKilledIsCollected(t *testing.T) {
 	})
 	registrarNow := "still frozen"
 	if died > 0 {
-		registrarNow = fmt.Sprintf("killed by the kubelet %s after the deletion, never having run again", died.Round(time.Millisecond))
+		registrarNow = fmt.Sprintf("killed by the kubelet %s after the deletion", died.Round(time.Millisecond))
+	}
+	if thawed != "" {
+		registrarNow += fmt.Sprintf(" (seen in state %s while the runtime killed it)", thawed)
 	}
 	t.Logf("orphan of %s removed %s after its pod was force-deleted; its registrar was %s",
 		victim.Name, time.Since(deleted).Round(time.Millisecond), registrarNow)
