@@ -210,18 +210,35 @@ func TestWebhookReplicaKilledDuring500Creates_NoPodWithoutTheRegistrar(t *testin
 	// away (two of ten were, in one run). When and how often Kubernetes
 	// retries is not what this test is about: a change to a ReplicaSet
 	// makes its controller sync it at once, as any change would.
-	var sets appsv1.ReplicaSetList
-	if err := c.Node.Client.List(ctx, &sets, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	for i := range sets.Items {
-		touch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{"eurekube.test/webhook-back":%q}}}`, time.Now().Format(time.RFC3339Nano))))
-		if err := c.Node.Client.Patch(ctx, &sets.Items[i], touch); err != nil {
+	// The sync a touch starts may itself meet a webhook not yet reachable
+	// through its Service (kube-proxy's rules follow the endpoints a moment
+	// later on a busy node), and its failure backs the ReplicaSet off again
+	// for minutes (one busy run ended 20 pods short): while pods are
+	// missing, every ReplicaSet is touched again every 30 s.
+	touchSets := func() {
+		var sets appsv1.ReplicaSetList
+		if err := c.Node.Client.List(ctx, &sets, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
 		}
+		for i := range sets.Items {
+			touch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{"eurekube.test/webhook-back":%q}}}`, time.Now().Format(time.RFC3339Nano))))
+			if err := c.Node.Client.Patch(ctx, &sets.Items[i], touch); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
+	touchSets()
 	back := time.Now()
-	harness.Eventually(t, 4*time.Minute, "600 pods, every one with the registrar", allInjected(deployments*(replicas+10)))
+	touched := back
+	all := allInjected(deployments * (replicas + 10))
+	harness.Eventually(t, 4*time.Minute, "600 pods, every one with the registrar", func() error {
+		err := all()
+		if err != nil && time.Since(touched) > 30*time.Second {
+			touchSets()
+			touched = time.Now()
+		}
+		return err
+	})
 	t.Logf("600 pods %s after the replicas were back", time.Since(back).Round(time.Second))
 	n, unclear := failedCreates()
 	t.Logf("%d creates failed in all, each retried by its ReplicaSet", n)
