@@ -90,10 +90,8 @@ func Converge(pod *corev1.Pod, syncer *v1alpha1.EurekaSyncer, defaults Defaults)
 	if n, err := strconv.ParseInt(out.Annotations[v1alpha1.DrainAnnotation], 10, 32); err == nil {
 		plan.seconds = int32(n)
 	}
-	for _, c := range out.Spec.Containers {
-		if c.Name == v1alpha1.RegistrarContainerName {
-			plan.resources = *c.Resources.DeepCopy()
-		}
+	if c := v1alpha1.RegistrarContainer(out); c != nil {
+		plan.resources = *c.Resources.DeepCopy()
 	}
 	adaptations := drainLaterContainers(out, plan)
 	if len(adaptations) > 0 {

@@ -302,20 +302,18 @@ func registrarAccepts(s sidecar.Config) error {
 // container's literal variables). ok is false for a pod without a
 // registrar or with settings the registrar would refuse.
 func InjectedSettings(pod *corev1.Pod) (s sidecar.Config, ok bool) {
-	for _, c := range pod.Spec.Containers {
-		if c.Name != v1alpha1.RegistrarContainerName {
-			continue
-		}
-		env := make([]sidecar.EnvVar, 0, len(c.Env))
-		for _, e := range c.Env {
-			if e.ValueFrom == nil {
-				env = append(env, sidecar.EnvVar{Name: e.Name, Value: e.Value})
-			}
-		}
-		s, err := sidecar.ParseInjected(env)
-		return s, err == nil
+	c := v1alpha1.RegistrarContainer(pod)
+	if c == nil {
+		return sidecar.Config{}, false
 	}
-	return sidecar.Config{}, false
+	env := make([]sidecar.EnvVar, 0, len(c.Env))
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			env = append(env, sidecar.EnvVar{Name: e.Name, Value: e.Value})
+		}
+	}
+	s, err := sidecar.ParseInjected(env)
+	return s, err == nil
 }
 
 // registrarEnv renders the settings as the container's environment: the

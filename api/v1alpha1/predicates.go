@@ -12,11 +12,11 @@ import (
 // RunsRegistrar is true when the pod has the registrar container, whoever
 // put it there.
 func RunsRegistrar(pod *corev1.Pod) bool {
-	return registrarContainer(pod) != nil
+	return RegistrarContainer(pod) != nil
 }
 
-// registrarContainer is the pod's registrar container, or nil.
-func registrarContainer(pod *corev1.Pod) *corev1.Container {
+// RegistrarContainer is the pod's registrar container, or nil.
+func RegistrarContainer(pod *corev1.Pod) *corev1.Container {
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == RegistrarContainerName {
 			return &pod.Spec.Containers[i]
@@ -37,7 +37,7 @@ func InjectedRegistrarImage(pod *corev1.Pod) string {
 	if image := pod.Annotations[RegistrarImageAnnotation]; image != "" {
 		return image
 	}
-	if c := registrarContainer(pod); c != nil {
+	if c := RegistrarContainer(pod); c != nil {
 		return c.Image
 	}
 	return ""
