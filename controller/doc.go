@@ -89,7 +89,7 @@
 // RegistrarFailing is recorded when the message changes (a Normal
 // RegistrarsRunning when none fails any more).
 //
-// spec.traffic and lost nodes (traffic.go): Standby holds the syncer's
+// spec.traffic and lost nodes (traffic.go, nodes.go): Standby holds the syncer's
 // instances OUT_OF_SERVICE with Eureka's status override, Serve removes
 // it; the pods' eurekube.io/traffic annotation, which their registrars
 // read before registering, is kept current. Instances of pods on a node

@@ -142,7 +142,7 @@ func Setup(mgr manager.Manager, o Options) error {
 		For(&v1alpha1.EurekaSyncer{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.syncersOfPod)).
 		// A node that stops being Ready takes its pods' instances out of
-		// traffic (traffic.go).
+		// traffic (nodes.go).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.syncersOfNode), builder.WithPredicates(nodeReadinessChanged)).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: maxConcurrentReconciles})
 	b, err := r.watchServiceMode(mgr, b)
