@@ -98,7 +98,7 @@
 // syncer's instances by status and the app's instances elsewhere (VMs,
 // other clusters), and says where calls go.
 //
-// Service mode (service.go, leases.go): the elected manager registers the
+// Service mode (service.go, service_heartbeats.go): the elected manager registers the
 // address VMs reach a Service at, one instance per address, and a
 // leader-only keeper heartbeats them.
 package controller

@@ -88,7 +88,8 @@ type Reconciler struct {
 	// cancelled: the orphans this manager cancelled, so that a registry
 	// read older than the cancel neither cancels nor counts them again.
 	cancelled *writeMemo
-	// leases heartbeats the instances of Service-mode syncers (leases.go).
+	// leases heartbeats the instances of Service-mode syncers
+	// (service_heartbeats.go).
 	leases *leaseKeeper
 	// detachClocks: since when each deleted syncer has had no pod running
 	// its registrar (detach.go).

@@ -26,10 +26,10 @@ import (
 // Service mode: many clusters' pod IPs are not reachable from VMs, so the
 // elected manager registers the address VMs can reach the Service at
 // (service_address.go), one instance per address (service_register.go),
-// heartbeats them (leases.go), and cancels them when the Service, its
-// address or the syncer goes, or the syncer returns to Pod mode. No
-// sidecar is involved: a Service-mode syncer has no selector, so the
-// webhook never selects a pod for it.
+// heartbeats them (service_heartbeats.go), and cancels them when the
+// Service, its address or the syncer goes, or the syncer returns to Pod
+// mode. No sidecar is involved: a Service-mode syncer has no selector, so
+// the webhook never selects a pod for it.
 
 // serviceObserved is what a Service-mode reconcile found and did.
 type serviceObserved struct {
