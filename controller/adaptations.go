@@ -136,3 +136,11 @@ func adaptationNote(a v1alpha1.PodAdaptations) string {
 	}
 	return truncate(fmt.Sprintf("%d running pod(s) of this syncer (%s); %s: %s", a.Pods, pods, a.ExamplePods[0], a.Message), 1000)
 }
+
+// reportAdaptations records one Event per adaptation reason whose pods
+// changed since the previous status.
+func (r *Reconciler) reportAdaptations(s *v1alpha1.EurekaSyncer, previous, current []v1alpha1.PodAdaptations) {
+	for _, e := range adaptationEvents(previous, current) {
+		r.recorder.Eventf(s, nil, e.eventType, string(e.reason), "Inject", "%s", e.note)
+	}
+}

@@ -17,6 +17,16 @@ import (
 	"github.com/eurekube/eurekube/sidecar"
 )
 
+// Reasons of the conditions and events about a deleted syncer.
+const (
+	// reasonDetaching: Synced while the syncer is deleted.
+	reasonDetaching     = "Detaching"
+	reasonDetachBlocked = "DetachBlocked"
+	// reasonDetachTimedOut: the Warning Event of a finalizer released
+	// without Eureka's word.
+	reasonDetachTimedOut = "DetachTimedOut"
+)
+
 // takeOutOfTraffic tells the pods of a deleted syncer that it is gone
 // (annotation eurekube.io/traffic: Detached, which their registrars read
 // from a downward-API file: they cancel and register no more), and
@@ -198,4 +208,23 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, s *v1alpha1.EurekaSyn
 	r.drifts.forget(client.ObjectKeyFromObject(s))
 	forgetMetrics(s.Namespace, s.Name)
 	return nil
+}
+
+func detachingMessage(obs *observed) string {
+	var b strings.Builder
+	b.WriteString("the syncer is being deleted; new pods are not injected")
+	if obs.eurekaErr != nil {
+		b.WriteString("; waiting for Eureka to answer to remove its instances")
+	}
+	if !obs.detachDeadline.IsZero() {
+		fmt.Fprintf(&b, "; no pod runs its registrar any more: the finalizer waits for Eureka until %s, then goes anyway (Event %s names what may be left in Eureka)",
+			obs.detachDeadline.UTC().Format(time.RFC3339), reasonDetachTimedOut)
+	}
+	if n := len(obs.instances); n > 0 {
+		fmt.Fprintf(&b, "; %d instance(s) stay in Eureka, DOWN, until their registrars read that the syncer is gone (the kubelet refreshes the pods' %s file within a minute or two) and cancel them, or their pods stop", n, v1alpha1.TrafficAnnotation)
+	}
+	if n := len(obs.registrarPods); n > 0 {
+		fmt.Fprintf(&b, "; %d pod(s) are being told to stop registering: %s", n, names(obs.registrarPods))
+	}
+	return b.String()
 }

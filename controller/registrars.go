@@ -9,6 +9,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,6 +32,17 @@ import (
 // why, in the registrar's own last words (its container's
 // terminationMessagePolicy is FallbackToLogsOnError, so the kubelet keeps
 // its last log lines in the termination message).
+
+// Reasons of the RegistrarCurrent and RegistrarHealthy conditions.
+const (
+	reasonRegistrarCurrent  = "AllCurrent"
+	reasonRegistrarOutdated = "OutdatedRegistrar"
+	reasonSpecOutdated      = "OutdatedSpec"
+	reasonRegistrarsRunning = "RegistrarsRunning"
+	// reasonRegistrarFailing: RegistrarHealthy False, Synced False when
+	// instances are missing, and the Warning Event.
+	reasonRegistrarFailing = "RegistrarFailing"
+)
 
 // comparedEnv are the settings compared between what a pod's registrar was
 // given and what the spec gives now, in the order of sidecar/env.go: where
@@ -306,4 +319,67 @@ func failingMessage(namespace string, failing []registrarFailure) string {
 		fmt.Fprintf(&b, "; and %d more pod(s)", rest)
 	}
 	return b.String()
+}
+
+// registrarCurrent is False when pods this syncer injected run an older
+// registrar than the webhook injects now, or were given other settings than
+// the spec gives now (specDrift): they keep working with what they were
+// given, and a rollout gives them the current registrar and settings. One
+// condition for both, as the fix is the same; the reason is
+// OutdatedRegistrar when any pod runs an older image, else OutdatedSpec.
+func registrarCurrent(s *v1alpha1.EurekaSyncer, obs *observed) metav1.Condition {
+	p := &obs.pods
+	if len(p.outdated) == 0 {
+		return metav1.Condition{Type: v1alpha1.ConditionRegistrarCurrent, Status: metav1.ConditionTrue, Reason: reasonRegistrarCurrent,
+			Message: "every injected pod runs the registrar image the webhook injects now, with the settings the spec gives now"}
+	}
+	reason := reasonSpecOutdated
+	var parts []string
+	if n := len(p.outdatedImage); n > 0 {
+		reason = reasonRegistrarOutdated
+		parts = append(parts, fmt.Sprintf("%d injected pod(s) run an older registrar image than the webhook injects now (annotation %s): %s",
+			n, v1alpha1.RegistrarImageAnnotation, names(p.outdatedImage)))
+	}
+	if len(p.outdatedSpec) > 0 {
+		parts = append(parts, specDriftMessage(p.outdatedSpec))
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionRegistrarCurrent, Status: metav1.ConditionFalse, Reason: reason,
+		Message: truncate(fmt.Sprintf("%s. They keep registering with what they were given at injection; restart them (kubectl rollout restart of their workload) to give them the current registrar and settings",
+			strings.Join(parts, "; ")), 2048)}
+}
+
+// registrarHealthy is False when the registrars of selected pods exit or
+// cannot start: those pods are not in Eureka. It quotes what the registrars
+// last said.
+func registrarHealthy(s *v1alpha1.EurekaSyncer, obs *observed) metav1.Condition {
+	if len(obs.pods.failing) == 0 {
+		return metav1.Condition{Type: v1alpha1.ConditionRegistrarHealthy, Status: metav1.ConditionTrue, Reason: reasonRegistrarsRunning,
+			Message: "no registrar of a selected pod is failing"}
+	}
+	return metav1.Condition{Type: v1alpha1.ConditionRegistrarHealthy, Status: metav1.ConditionFalse, Reason: reasonRegistrarFailing,
+		Message: fmt.Sprintf("%s. These pods stay out of Eureka until their registrar runs: fix what it names (a bad value comes from the syncer's spec, the pod's %s annotations "+
+			"or the manager's flags, and reaches a pod when it is restarted); kubectl logs <pod> -c %s --previous shows more",
+			failingMessage(s.Namespace, obs.pods.failing), v1alpha1.AnnotationPrefix, v1alpha1.RegistrarContainerName)}
+}
+
+// registrarHealth is the syncer's RegistrarHealthy condition, or nil.
+func registrarHealth(s *v1alpha1.EurekaSyncer) *metav1.Condition {
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionRegistrarHealthy); c != nil {
+		return c.DeepCopy()
+	}
+	return nil
+}
+
+// reportRegistrarHealth records a Warning Event when registrars start
+// failing or what they say changes, and a Normal one when none fails any
+// more; nothing while it stays the same.
+func (r *Reconciler) reportRegistrarHealth(s *v1alpha1.EurekaSyncer, previous *metav1.Condition) {
+	now := registrarHealth(s)
+	switch {
+	case now == nil:
+	case now.Status == metav1.ConditionFalse && (previous == nil || previous.Message != now.Message):
+		r.recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonRegistrarFailing, "Observe", "%s", truncate(now.Message, maxEventNote))
+	case now.Status == metav1.ConditionTrue && previous != nil && previous.Status == metav1.ConditionFalse:
+		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, reasonRegistrarsRunning, "Observe", "%s", now.Message)
+	}
 }

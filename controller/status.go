@@ -1,89 +1,49 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
-	"github.com/eurekube/eurekube/eureka"
 )
+
+// The status: computed from what one reconcile observed (nextStatus) and
+// written when it changed (writeStatus). Each condition has one owner:
+// this file computes Synced, EurekaReachable, PodsInjected, Exclusive and
+// Drained; the concerns compute theirs: RegistrarCurrent and
+// RegistrarHealthy (registrars.go), TrafficApplied (traffic.go), LeaseSafe
+// (leasesafe.go), ServiceReachable and Synced in Service mode
+// (service_status.go), Synced's message while the syncer is deleted
+// (detach.go).
 
 // Reasons of the conditions and events about Eureka.
 const (
 	reasonEurekaUnreachable = "EurekaUnreachable"
 	reasonEurekaConfig      = "EurekaConfigInvalid"
-	reasonDetachBlocked     = "DetachBlocked"
-	// reasonDetachTimedOut: the Warning Event of a finalizer released
-	// without Eureka's word (detach.go).
-	reasonDetachTimedOut = "DetachTimedOut"
 )
 
 // Reasons of the Synced, Exclusive and Drained conditions.
 const (
-	reasonInSync            = "InSync"
-	reasonNoPodSelected     = "NoPodSelected"
-	reasonNoInstanceUp      = "NoInstanceUp"
-	reasonNotAllRegistered  = "NotAllRegistered"
-	reasonMoreUpThanReady   = "MoreUpThanReady"
-	reasonDetaching         = "Detaching"
-	reasonOverlapping       = "OverlappingSyncers"
-	reasonNoOverlap         = "NoOverlap"
-	reasonWithoutDrain      = "PodsWithoutDrain"
-	reasonRegistrarCurrent  = "AllCurrent"
-	reasonRegistrarOutdated = "OutdatedRegistrar"
-	reasonSpecOutdated      = "OutdatedSpec"
-	reasonAllDrained        = "AllDrained"
-	reasonRegistrarsRunning = "RegistrarsRunning"
-	// reasonRegistrarFailing: RegistrarHealthy False, Synced False when
-	// instances are missing, and the Warning Event.
-	reasonRegistrarFailing = "RegistrarFailing"
+	reasonInSync           = "InSync"
+	reasonNoPodSelected    = "NoPodSelected"
+	reasonNoInstanceUp     = "NoInstanceUp"
+	reasonNotAllRegistered = "NotAllRegistered"
+	reasonMoreUpThanReady  = "MoreUpThanReady"
+	reasonOverlapping      = "OverlappingSyncers"
+	reasonNoOverlap        = "NoOverlap"
+	reasonWithoutDrain     = "PodsWithoutDrain"
+	reasonAllDrained       = "AllDrained"
 )
-
-// observed is what one reconcile measured and did.
-type observed struct {
-	pods podCounts
-	// registrarPods: for a deleted syncer, the pods running its registrar
-	// that have not yet been told it is gone (annotation
-	// eurekube.io/traffic: Detached).
-	registrarPods []string
-	// aliveRegistrarPods: for a deleted syncer, every pod running its
-	// registrar that has not finished (told or not): while there is one,
-	// the finalizer waits for Eureka as long as it takes.
-	aliveRegistrarPods []string
-	// detachDeadline: for a deleted syncer that no pod runs the registrar
-	// of and that something in Eureka keeps, when the finalizer stops
-	// waiting for Eureka (detach.go); zero otherwise.
-	detachDeadline time.Time
-	// detachCause: why a deleted syncer's instances could not be read or
-	// removed.
-	detachCause error
-	// registryRead: this cluster's instances of the syncer were read, so
-	// instances is what Eureka holds (less what was removed since).
-	registryRead bool
-	// instances: this cluster's instances of the syncer, orphans removed.
-	instances      []eureka.Instance
-	orphansRemoved int
-	// eurekaErr: Eureka could not be read or written; eurekaReason says
-	// which step failed.
-	eurekaErr    error
-	eurekaReason string
-	// elsewhere: the instances of the syncer's app that no Eurekube of
-	// this cluster registered (VMs, other clusters), from the same read.
-	elsewhere []eureka.Instance
-	// readAt: what instances and elsewhere show is at least as recent as
-	// this (the read, less the server's response cache).
-	readAt time.Time
-	// service: what a Service-mode reconcile found and did.
-	service serviceObserved
-	// traffic: what applying spec.traffic found and did.
-	traffic trafficObserved
-}
 
 // nextStatus computes the status from what was observed, and whether it
 // differs from the current one. Counts from Eureka keep their last measured
@@ -236,64 +196,34 @@ func drained(obs *observed) metav1.Condition {
 			n, v1alpha1.DrainAnnotation, names(obs.pods.withoutDrain))}
 }
 
-// registrarCurrent is False when pods this syncer injected run an older
-// registrar than the webhook injects now, or were given other settings than
-// the spec gives now (specDrift): they keep working with what they were
-// given, and a rollout gives them the current registrar and settings. One
-// condition for both, as the fix is the same; the reason is
-// OutdatedRegistrar when any pod runs an older image, else OutdatedSpec.
-func registrarCurrent(s *v1alpha1.EurekaSyncer, obs *observed) metav1.Condition {
-	p := &obs.pods
-	if len(p.outdated) == 0 {
-		return metav1.Condition{Type: v1alpha1.ConditionRegistrarCurrent, Status: metav1.ConditionTrue, Reason: reasonRegistrarCurrent,
-			Message: "every injected pod runs the registrar image the webhook injects now, with the settings the spec gives now"}
-	}
-	reason := reasonSpecOutdated
-	var parts []string
-	if n := len(p.outdatedImage); n > 0 {
-		reason = reasonRegistrarOutdated
-		parts = append(parts, fmt.Sprintf("%d injected pod(s) run an older registrar image than the webhook injects now (annotation %s): %s",
-			n, v1alpha1.RegistrarImageAnnotation, names(p.outdatedImage)))
-	}
-	if len(p.outdatedSpec) > 0 {
-		parts = append(parts, specDriftMessage(p.outdatedSpec))
-	}
-	return metav1.Condition{Type: v1alpha1.ConditionRegistrarCurrent, Status: metav1.ConditionFalse, Reason: reason,
-		Message: truncate(fmt.Sprintf("%s. They keep registering with what they were given at injection; restart them (kubectl rollout restart of their workload) to give them the current registrar and settings",
-			strings.Join(parts, "; ")), 2048)}
-}
+// errStale: the syncer read from the cache is older than the API server's
+// copy (the cache has not yet seen this reconciler's previous write).
+var errStale = errors.New("the cached syncer is older than the API server's")
 
-// registrarHealthy is False when the registrars of selected pods exit or
-// cannot start: those pods are not in Eureka. It quotes what the registrars
-// last said.
-func registrarHealthy(s *v1alpha1.EurekaSyncer, obs *observed) metav1.Condition {
-	if len(obs.pods.failing) == 0 {
-		return metav1.Condition{Type: v1alpha1.ConditionRegistrarHealthy, Status: metav1.ConditionTrue, Reason: reasonRegistrarsRunning,
-			Message: "no registrar of a selected pod is failing"}
-	}
-	return metav1.Condition{Type: v1alpha1.ConditionRegistrarHealthy, Status: metav1.ConditionFalse, Reason: reasonRegistrarFailing,
-		Message: fmt.Sprintf("%s. These pods stay out of Eureka until their registrar runs: fix what it names (a bad value comes from the syncer's spec, the pod's %s annotations "+
-			"or the manager's flags, and reaches a pod when it is restarted); kubectl logs <pod> -c %s --previous shows more",
-			failingMessage(s.Namespace, obs.pods.failing), v1alpha1.AnnotationPrefix, v1alpha1.RegistrarContainerName)}
-}
+// staleRetry: how soon a reconcile that measured an outdated spec is
+// followed by one of the current spec, if no event brings it sooner.
+const staleRetry = 250 * time.Millisecond
 
-func detachingMessage(obs *observed) string {
-	var b strings.Builder
-	b.WriteString("the syncer is being deleted; new pods are not injected")
-	if obs.eurekaErr != nil {
-		b.WriteString("; waiting for Eureka to answer to remove its instances")
+// writeStatus writes the status computed from obs when it changed. The
+// write is conditional on the syncer's resourceVersion (errStale when it
+// moved on): a status computed from a stale copy would lose the previous
+// write's orphan count and report its adaptations again, as new.
+func (r *Reconciler) writeStatus(ctx context.Context, s *v1alpha1.EurekaSyncer, obs *observed) error {
+	next, changed := nextStatus(s, obs, metav1.Now())
+	if !changed {
+		return nil
 	}
-	if !obs.detachDeadline.IsZero() {
-		fmt.Fprintf(&b, "; no pod runs its registrar any more: the finalizer waits for Eureka until %s, then goes anyway (Event %s names what may be left in Eureka)",
-			obs.detachDeadline.UTC().Format(time.RFC3339), reasonDetachTimedOut)
+	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	s.Status = next
+	err := r.client.Status().Patch(ctx, s, patch)
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsConflict(err):
+		return errStale
+	default:
+		return fmt.Errorf("write status: %w", err)
 	}
-	if n := len(obs.instances); n > 0 {
-		fmt.Fprintf(&b, "; %d instance(s) stay in Eureka, DOWN, until their registrars read that the syncer is gone (the kubelet refreshes the pods' %s file within a minute or two) and cancel them, or their pods stop", n, v1alpha1.TrafficAnnotation)
-	}
-	if n := len(obs.registrarPods); n > 0 {
-		fmt.Fprintf(&b, "; %d pod(s) are being told to stop registering: %s", n, names(obs.registrarPods))
-	}
-	return b.String()
 }
 
 // names lists up to maxNamedPods names, then how many more.

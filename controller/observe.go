@@ -1,0 +1,143 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
+)
+
+// Measurement: what one reconcile reads, the pods its selector matches
+// (from the manager's cache) and this cluster's instances of the syncer
+// (from the registry read its Eureka servers share), into observed, to
+// which each concern then adds what it found and did.
+
+// observed is what one reconcile measured and did.
+type observed struct {
+	pods podCounts
+	// registrarPods: for a deleted syncer, the pods running its registrar
+	// that have not yet been told it is gone (annotation
+	// eurekube.io/traffic: Detached).
+	registrarPods []string
+	// aliveRegistrarPods: for a deleted syncer, every pod running its
+	// registrar that has not finished (told or not): while there is one,
+	// the finalizer waits for Eureka as long as it takes.
+	aliveRegistrarPods []string
+	// detachDeadline: for a deleted syncer that no pod runs the registrar
+	// of and that something in Eureka keeps, when the finalizer stops
+	// waiting for Eureka (detach.go); zero otherwise.
+	detachDeadline time.Time
+	// detachCause: why a deleted syncer's instances could not be read or
+	// removed.
+	detachCause error
+	// registryRead: this cluster's instances of the syncer were read, so
+	// instances is what Eureka holds (less what was removed since).
+	registryRead bool
+	// instances: this cluster's instances of the syncer, orphans removed.
+	instances      []eureka.Instance
+	orphansRemoved int
+	// eurekaErr: Eureka could not be read or written; eurekaReason says
+	// which step failed.
+	eurekaErr    error
+	eurekaReason string
+	// elsewhere: the instances of the syncer's app that no Eurekube of
+	// this cluster registered (VMs, other clusters), from the same read.
+	elsewhere []eureka.Instance
+	// readAt: what instances and elsewhere show is at least as recent as
+	// this (the read, less the server's response cache).
+	readAt time.Time
+	// service: what a Service-mode reconcile found and did.
+	service serviceObserved
+	// traffic: what applying spec.traffic found and did.
+	traffic trafficObserved
+}
+
+// observe reads the selected pods from the cache and this cluster's
+// instances of the syncer from the registry of its Eureka servers, read at
+// most once per resync for all the syncers of those servers. Only a
+// failure to read the cache is an error; Eureka's is recorded in the
+// result. cl is nil when no client could be built.
+func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (observed, *eureka.Client, error) {
+	selector, err := s.PodSelector()
+	if err != nil {
+		return observed{}, nil, fmt.Errorf("selector: %w", err)
+	}
+	// The informer behind this list has synced before the first reconcile
+	// starts (controller-runtime waits for every watched kind), so orphan
+	// collection never runs against a half-filled cache.
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingLabelsSelector{Selector: selector},
+		client.UnsafeDisableDeepCopy); err != nil { // read only
+		return observed{}, nil, fmt.Errorf("list pods: %w", err)
+	}
+	obs := observed{pods: countPods(pods.Items, s, r.opts.Defaults, r.drifts, time.Now())}
+	if !s.DeletionTimestamp.IsZero() {
+		// Pods injected by this syncer keep its registrar even when its
+		// selector no longer matches them.
+		var all corev1.PodList
+		if err := r.client.List(ctx, &all, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+			return observed{}, nil, fmt.Errorf("list pods: %w", err)
+		}
+		obs.aliveRegistrarPods, obs.registrarPods = registrarPodsOf(all.Items, s.Name)
+	}
+	cache, err := r.clients.forSyncer(ctx, s)
+	if err != nil {
+		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaConfig
+		return obs, nil, nil
+	}
+	if err = r.instances(ctx, s, cache, &obs); err != nil {
+		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaUnreachable
+	} else {
+		obs.registryRead = true
+	}
+	return obs, cache.Client(), nil
+}
+
+// instances lists this cluster's instances of the syncer, and the app's
+// instances elsewhere (VMs, other clusters). A live syncer
+// reads them from the registry read shared by every syncer of its servers,
+// at most a resync period old: its status follows within a resync, and an
+// orphan it misses is collected at the next. A deleted syncer reads its
+// app now, as the release of its finalizer rests on finding no instance
+// and cannot be undone: the shared read may predate an instance
+// registered since, which would be left in Eureka for good.
+func (r *Reconciler) instances(ctx context.Context, s *v1alpha1.EurekaSyncer, cache *eureka.RegistryCache, obs *observed) error {
+	if !s.DeletionTimestamp.IsZero() {
+		obs.readAt = time.Now()
+		all, err := cache.Client().Instances(ctx, s.EffectiveAppName())
+		if err != nil {
+			return err
+		}
+		markers := r.markers(s)
+		for _, inst := range all {
+			if inst.HasMetadata(markers) {
+				obs.instances = append(obs.instances, inst)
+			}
+		}
+		obs.elsewhere = elsewhereOf(all, r.opts.ClusterID)
+		return nil
+	}
+	registry, err := cache.Registry(ctx)
+	if err != nil {
+		return err
+	}
+	obs.instances = registry.InstancesWithMetadata(s.EffectiveAppName(), r.markers(s))
+	obs.elsewhere = elsewhereOf(registry.Instances(s.EffectiveAppName()), r.opts.ClusterID)
+	obs.readAt = registry.ReadAt().Add(-eureka.ServerCacheDelay)
+	return nil
+}
+
+// markers select this cluster's instances of this syncer.
+func (r *Reconciler) markers(s *v1alpha1.EurekaSyncer) map[string]string {
+	return map[string]string{
+		eureka.MetaManagedBy: eureka.ManagedByValue,
+		eureka.MetaCluster:   r.opts.ClusterID,
+		eureka.MetaNamespace: s.Namespace,
+		eureka.MetaSyncer:    s.Name,
+	}
+}
