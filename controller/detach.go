@@ -27,6 +27,23 @@ const (
 	reasonDetachTimedOut = "DetachTimedOut"
 )
 
+// detachObserved is what a reconcile of a deleted syncer found and did.
+type detachObserved struct {
+	// registrarPods: the pods running its registrar that have not yet
+	// been told it is gone (annotation eurekube.io/traffic: Detached).
+	registrarPods []string
+	// aliveRegistrarPods: every pod running its registrar that has not
+	// finished (told or not): while there is one, the finalizer waits for
+	// Eureka as long as it takes.
+	aliveRegistrarPods []string
+	// deadline: when no pod runs the registrar and something in Eureka
+	// keeps the syncer, when the finalizer stops waiting for Eureka; zero
+	// otherwise.
+	deadline time.Time
+	// cause: why its instances could not be read or removed.
+	cause error
+}
+
 // takeOutOfTraffic tells the pods of a deleted syncer that it is gone
 // (annotation eurekube.io/traffic: Detached, which their registrars read
 // from a downward-API file: they cancel and register no more), and
@@ -48,7 +65,7 @@ func (r *Reconciler) takeOutOfTraffic(ctx context.Context, s *v1alpha1.EurekaSyn
 		r.log.WithError(err).WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name}).Warn("deleted syncer: could not mark every pod Detached; retried at the next pass")
 	}
 	if obs.eurekaErr != nil {
-		obs.detachCause, obs.eurekaReason = obs.eurekaErr, reasonDetachBlocked
+		obs.detach.cause, obs.eurekaReason = obs.eurekaErr, reasonDetachBlocked
 		obs.eurekaErr = fmt.Errorf("cannot remove this syncer's instances; the finalizer %s stays until Eureka answers, and once no pod runs the syncer's registrar for at most %s more (remove it by hand to abandon them sooner): %w",
 			v1alpha1.Finalizer, r.opts.DetachTimeout, obs.eurekaErr)
 		return
@@ -63,7 +80,7 @@ func (r *Reconciler) takeOutOfTraffic(ctx context.Context, s *v1alpha1.EurekaSyn
 		down.Status = eureka.StatusDown
 		if err := cl.Register(ctx, down); err != nil {
 			obs.eurekaErr, obs.eurekaReason = fmt.Errorf("take %s out of traffic: %w", inst.InstanceID, err), reasonEurekaUnreachable
-			obs.detachCause = obs.eurekaErr
+			obs.detach.cause = obs.eurekaErr
 			break
 		}
 		inst.Status = eureka.StatusDown
@@ -82,7 +99,7 @@ func (r *Reconciler) takeOutOfTraffic(ctx context.Context, s *v1alpha1.EurekaSyn
 // detached: nothing this cluster created for the syncer is left — no
 // instance in Eureka, no pod running its registrar.
 func (o *observed) detached() bool {
-	return o.eurekaErr == nil && len(o.instances) == 0 && len(o.registrarPods) == 0
+	return o.eurekaErr == nil && len(o.instances) == 0 && len(o.detach.registrarPods) == 0
 }
 
 // DefaultDetachTimeout is how long a deleted syncer's finalizer waits for
@@ -138,7 +155,7 @@ func (c *detachClocks) stop(key types.NamespacedName) {
 // Eureka: DetachTimeout after no pod ran its registrar any more. Zero while
 // a pod runs it, or when nothing is left to wait for.
 func (r *Reconciler) detachDeadline(s *v1alpha1.EurekaSyncer, obs *observed, now time.Time) time.Time {
-	if obs.detached() || len(obs.aliveRegistrarPods) > 0 {
+	if obs.detached() || len(obs.detach.aliveRegistrarPods) > 0 {
 		r.detachClocks.stop(client.ObjectKeyFromObject(s))
 		return time.Time{}
 	}
@@ -176,15 +193,15 @@ func (r *Reconciler) abandonDetach(ctx context.Context, s *v1alpha1.EurekaSyncer
 // instances that could not be removed, or why they could not be read.
 func (r *Reconciler) leftInEureka(s *v1alpha1.EurekaSyncer, obs *observed) string {
 	if !obs.registryRead {
-		return fmt.Sprintf("its instances, if any (could not read the registry at %s: %v)", strings.Join(r.clients.urls(s), ", "), obs.detachCause)
+		return fmt.Sprintf("its instances, if any (could not read the registry at %s: %v)", strings.Join(r.clients.urls(s), ", "), obs.detach.cause)
 	}
 	ids := make([]string, 0, len(obs.instances))
 	for _, inst := range obs.instances {
 		ids = append(ids, inst.InstanceID)
 	}
 	left := fmt.Sprintf("app %s, instance(s) %s", s.EffectiveAppName(), names(ids))
-	if obs.detachCause != nil {
-		left += fmt.Sprintf(" (could not remove them: %v)", obs.detachCause)
+	if obs.detach.cause != nil {
+		left += fmt.Sprintf(" (could not remove them: %v)", obs.detach.cause)
 	}
 	return left
 }
@@ -216,15 +233,15 @@ func detachingMessage(obs *observed) string {
 	if obs.eurekaErr != nil {
 		b.WriteString("; waiting for Eureka to answer to remove its instances")
 	}
-	if !obs.detachDeadline.IsZero() {
+	if !obs.detach.deadline.IsZero() {
 		fmt.Fprintf(&b, "; no pod runs its registrar any more: the finalizer waits for Eureka until %s, then goes anyway (Event %s names what may be left in Eureka)",
-			obs.detachDeadline.UTC().Format(time.RFC3339), reasonDetachTimedOut)
+			obs.detach.deadline.UTC().Format(time.RFC3339), reasonDetachTimedOut)
 	}
 	if n := len(obs.instances); n > 0 {
 		fmt.Fprintf(&b, "; %d instance(s) stay in Eureka, DOWN, until their registrars read that the syncer is gone (the kubelet refreshes the pods' %s file within a minute or two) and cancel them, or their pods stop", n, v1alpha1.TrafficAnnotation)
 	}
-	if n := len(obs.registrarPods); n > 0 {
-		fmt.Fprintf(&b, "; %d pod(s) are being told to stop registering: %s", n, names(obs.registrarPods))
+	if n := len(obs.detach.registrarPods); n > 0 {
+		fmt.Fprintf(&b, "; %d pod(s) are being told to stop registering: %s", n, names(obs.detach.registrarPods))
 	}
 	return b.String()
 }

@@ -20,21 +20,8 @@ import (
 // observed is what one reconcile measured and did.
 type observed struct {
 	pods podCounts
-	// registrarPods: for a deleted syncer, the pods running its registrar
-	// that have not yet been told it is gone (annotation
-	// eurekube.io/traffic: Detached).
-	registrarPods []string
-	// aliveRegistrarPods: for a deleted syncer, every pod running its
-	// registrar that has not finished (told or not): while there is one,
-	// the finalizer waits for Eureka as long as it takes.
-	aliveRegistrarPods []string
-	// detachDeadline: for a deleted syncer that no pod runs the registrar
-	// of and that something in Eureka keeps, when the finalizer stops
-	// waiting for Eureka (detach.go); zero otherwise.
-	detachDeadline time.Time
-	// detachCause: why a deleted syncer's instances could not be read or
-	// removed.
-	detachCause error
+	// detach: what detaching a deleted syncer found and did (detach.go).
+	detach detachObserved
 	// registryRead: this cluster's instances of the syncer were read, so
 	// instances is what Eureka holds (less what was removed since).
 	registryRead bool
@@ -83,7 +70,7 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		if err := r.client.List(ctx, &all, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
 			return observed{}, nil, fmt.Errorf("list pods: %w", err)
 		}
-		obs.aliveRegistrarPods, obs.registrarPods = registrarPodsOf(all.Items, s.Name)
+		obs.detach.aliveRegistrarPods, obs.detach.registrarPods = registrarPodsOf(all.Items, s.Name)
 	}
 	cache, err := r.clients.forSyncer(ctx, s)
 	if err != nil {

@@ -219,7 +219,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	r.syncService(ctx, &s, cl, &obs)
 	if deleting {
 		r.takeOutOfTraffic(ctx, &s, cl, &obs)
-		obs.detachDeadline = r.detachDeadline(&s, &obs, time.Now())
+		obs.detach.deadline = r.detachDeadline(&s, &obs, time.Now())
 	}
 	if !deleting {
 		r.applyTraffic(ctx, &s, cl, &obs)
@@ -261,9 +261,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		switch {
 		case obs.detached():
 			return reconcile.Result{}, r.releaseDetached(ctx, &s)
-		case obs.detachDeadline.IsZero():
-		case time.Now().Before(obs.detachDeadline):
-			return reconcile.Result{RequeueAfter: min(r.opts.ResyncPeriod, time.Until(obs.detachDeadline))}, nil
+		case obs.detach.deadline.IsZero():
+		case time.Now().Before(obs.detach.deadline):
+			return reconcile.Result{RequeueAfter: min(r.opts.ResyncPeriod, time.Until(obs.detach.deadline))}, nil
 		default:
 			return reconcile.Result{}, r.abandonDetach(ctx, &s, &obs)
 		}

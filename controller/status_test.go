@@ -120,7 +120,7 @@ func TestNextStatus(t *testing.T) {
 	}, {
 		name:   "a deleted syncer is not Synced and says which pods are still being told to stop registering",
 		syncer: syncerFixture(deleting),
-		obs:    observed{registrarPods: []string{"orders-1"}, instances: instancesFixture("DOWN")},
+		obs:    observed{detach: detachObserved{registrarPods: []string{"orders-1"}}, instances: instancesFixture("DOWN")},
 		want: want{registered: 1, readyColumn: "0/0", synced: "False", reachable: "True", injectedCond: "True",
 			syncedReason: reasonDetaching, mentions: []string{"orders-1", "stop registering", "DOWN"}, lastSync: &now},
 	}}
