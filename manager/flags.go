@@ -70,6 +70,9 @@ type Config struct {
 	MetricsSecure bool
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables them.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's /debug/pprof; "0", the default,
+	// disables it.
+	PprofBindAddress string
 
 	// LeaderElect runs the reconcilers on one replica at a time.
 	LeaderElect bool
@@ -143,6 +146,7 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.StringVar(&cfg.MetricsBindAddress, "metrics-bind-address", ":8443", `address of the metrics endpoint ("0" disables it)`)
 	fs.BoolVar(&cfg.MetricsSecure, "metrics-secure", true, "serve metrics over HTTPS to authenticated and authorized callers only")
 	fs.StringVar(&cfg.HealthProbeBindAddress, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" disables them)`)
+	fs.StringVar(&cfg.PprofBindAddress, "pprof-bind-address", "0", `address of Go's /debug/pprof profiles, unauthenticated: bind it to 127.0.0.1 ("0" disables it)`)
 
 	fs.BoolVar(&cfg.LeaderElect, "leader-elect", false, "elect one replica to run the reconcilers (Lease "+LeaderElectionID+" in $POD_NAMESPACE)")
 	fs.DurationVar(&cfg.ResyncPeriod, "resync-period", DefaultResync, "how often every syncer is reconciled against Eureka")

@@ -149,6 +149,7 @@ func managerOptions(cfg Config, scheme *runtime.Scheme, logger logr.Logger, getC
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Metrics:                metrics,
 		HealthProbeBindAddress: cfg.HealthProbeBindAddress,
+		PprofBindAddress:       cfg.PprofBindAddress,
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{
 			Host:    cfg.WebhookHost,
 			Port:    cfg.WebhookPort,
