@@ -2,46 +2,16 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
 )
-
-// recordingReader serves Secrets and ConfigMaps by name and records each
-// Get as "<Kind>/<name>".
-type recordingReader struct {
-	secrets    map[string]map[string][]byte
-	configMaps map[string]map[string]string
-	got        []string
-}
-
-func (r *recordingReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	switch o := obj.(type) {
-	case *corev1.Secret:
-		r.got = append(r.got, "Secret/"+key.Name)
-		o.Data = r.secrets[key.Name]
-	case *corev1.ConfigMap:
-		r.got = append(r.got, "ConfigMap/"+key.Name)
-		o.Data = r.configMaps[key.Name]
-	default:
-		return fmt.Errorf("unexpected Get of %T", obj)
-	}
-	return nil
-}
-
-func (r *recordingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return fmt.Errorf("unexpected List")
-}
 
 // What the manager reads for a syncer is what ReadObjects lists, which
 // `eurekube check` asks the API server whether the manager may read.
@@ -83,14 +53,6 @@ func TestReadEurekaAccess_ReadsWhatReadObjectsLists(t *testing.T) {
 			t.Errorf("CA bundle in a %s: the manager read %v, ReadObjects lists %v", kind, reader.got, want)
 		}
 	}
-}
-
-// forbiddenReader answers every Get as the API server does where no
-// namespace granted the manager.
-type forbiddenReader struct{ recordingReader }
-
-func (*forbiddenReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	return apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, key.Name, fmt.Errorf("no RBAC policy matched"))
 }
 
 // A forbidden read says how to grant it, with this install's names.

@@ -14,46 +14,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/tests/harness"
-	"github.com/eurekube/eurekube/webhook"
-	"github.com/eurekube/eurekube/webhook/webhooktest"
 )
-
-// admitted creates the webhook's Spring Boot test pod (app=orders) as the
-// webhook admits it under s, and sets its status as a kubelet would:
-// running, ready.
-func admitted(t *testing.T, s *v1alpha1.EurekaSyncer, name, ip string) *corev1.Pod {
-	t.Helper()
-	ctx := context.Background()
-	pod, _, err := webhook.Mutate(webhooktest.SpringBootPod(s.Namespace, name), webhook.Config{Syncer: s, Defaults: webhook.Defaults{
-		RegistrarImage: "eurekube/registrar:test", ClusterID: clusterID, PreStopSleepSeconds: 100, RegistrarPort: 9901,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := k8s.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	created := pod.DeepCopy()
-	pod.Status.Phase, pod.Status.PodIP = corev1.PodRunning, ip
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-	if err := k8s.Status().Patch(ctx, pod, client.MergeFrom(created)); err != nil {
-		t.Fatal(err)
-	}
-	return pod
-}
-
-// condition returns the syncer's condition of type typ, or an error.
-func condition(s *v1alpha1.EurekaSyncer, typ string) (*metav1.Condition, *v1alpha1.EurekaSyncer, error) {
-	got, err := getSyncer(s)
-	if err != nil {
-		return nil, nil, err
-	}
-	c := meta.FindStatusCondition(got.Status.Conditions, typ)
-	if c == nil {
-		return nil, nil, fmt.Errorf("no %s condition in %+v", typ, got.Status.Conditions)
-	}
-	return c, got, nil
-}
 
 func TestRegistrarCurrent_NamesThePodsInjectedFromAnOlderSpec(t *testing.T) {
 	ctx := context.Background()

@@ -7,54 +7,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/webhook"
-	"github.com/eurekube/eurekube/webhook/webhooktest"
 )
 
 // Pure unit tests of what the reconciler reads from the registrars' pods:
 // the settings they were injected with, and their failures.
-
-var driftDefaults = webhook.Defaults{RegistrarImage: "eurekube/registrar:2.0", ClusterID: "cluster-1", PreStopSleepSeconds: 100, RegistrarPort: 9901}
-
-// springSyncer selects the webhook's Spring Boot test pod.
-func springSyncer(urls ...string) *v1alpha1.EurekaSyncer {
-	return &v1alpha1.EurekaSyncer{
-		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"},
-		Spec: v1alpha1.EurekaSyncerSpec{
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "orders"}},
-			Port:     intstr.FromString("http"),
-			Eureka:   v1alpha1.EurekaServers{ServiceURLs: urls},
-		},
-	}
-}
-
-// injected is the Spring Boot pod as the webhook admits it under s, ready.
-func injected(t *testing.T, name string, s *v1alpha1.EurekaSyncer, annotations ...string) corev1.Pod {
-	t.Helper()
-	pod := webhooktest.SpringBootPod("shop", name)
-	pod.UID = types.UID("uid-" + name)
-	for i := 0; i+1 < len(annotations); i += 2 {
-		if pod.Annotations == nil {
-			pod.Annotations = map[string]string{}
-		}
-		pod.Annotations[annotations[i]] = annotations[i+1]
-	}
-	overrides, err := webhook.ParseAnnotations(pod.Annotations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, _, err := webhook.Mutate(pod, webhook.Config{Syncer: s, Overrides: overrides, Defaults: driftDefaults})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	return *out
-}
 
 func TestSpecDrift_NamesWhatAPodWasGivenAndWhatTheSpecGivesNow(t *testing.T) {
 	before := springSyncer("http://a:8761/eureka")
@@ -127,13 +87,6 @@ func TestCountPods_NamesThePodsInjectedFromAnOlderSpecWithTheOutdatedOnes(t *tes
 	if specOnly.Status != metav1.ConditionFalse || specOnly.Reason != reasonSpecOutdated || !strings.Contains(specOnly.Message, "2 pod(s) injected from an older spec") {
 		t.Errorf("RegistrarCurrent %s %s %q, want False OutdatedSpec naming the 2 pods", specOnly.Status, specOnly.Reason, specOnly.Message)
 	}
-}
-
-// withRegistrarStatus gives the pod's registrar container a status.
-func withRegistrarStatus(pod corev1.Pod, cs corev1.ContainerStatus) corev1.Pod {
-	cs.Name = v1alpha1.RegistrarContainerName
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Ready: true}, cs}
-	return pod
 }
 
 const badConfig = "registrar: bad configuration: EUREKUBE_HEALTH_TIMEOUT=\"10s\": must not exceed EUREKUBE_HEALTH_PERIOD (5s)"

@@ -4,18 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
@@ -25,206 +22,7 @@ import (
 // Service mode against the real API server and Eureka. No
 // kube-controller-manager runs, so each test plays its controllers: it
 // writes the EndpointSlices and Nodes, and the load balancer's ingress as a
-// cloud controller would.
-
-// newServiceSyncer creates a Service-mode syncer registering Service svc
-// on its port 80, changed by edit.
-func newServiceSyncer(t *testing.T, ns, name, svc string, edit func(*v1alpha1.EurekaSyncerSpec)) *v1alpha1.EurekaSyncer {
-	t.Helper()
-	s := &v1alpha1.EurekaSyncer{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1alpha1.EurekaSyncerSpec{
-			Mode: v1alpha1.ModeService, Service: &v1alpha1.ServiceTarget{Name: svc}, Port: intstr.FromInt32(80),
-			Metadata: map[string]string{"zone": "k8s-1"},
-		},
-	}
-	if edit != nil {
-		edit(&s.Spec)
-	}
-	if err := k8s.Create(context.Background(), s); err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// newService creates a Service with port http 80 → 8080, and sets the load
-// balancer's ingress as a cloud controller would when ingress is given.
-func newService(t *testing.T, ns, name string, typ corev1.ServiceType, ingress ...corev1.LoadBalancerIngress) *corev1.Service {
-	t.Helper()
-	ctx := context.Background()
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.ServiceSpec{Type: typ, Selector: map[string]string{"app": name},
-			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
-	}
-	if err := k8s.Create(ctx, svc); err != nil {
-		t.Fatal(err)
-	}
-	if len(ingress) > 0 {
-		svc.Status.LoadBalancer.Ingress = ingress
-		if err := k8s.Status().Update(ctx, svc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return svc
-}
-
-// setEndpoints writes the Service's EndpointSlice as the EndpointSlice
-// controller would: one endpoint, ready or not.
-func setEndpoints(t *testing.T, svc *corev1.Service, ready bool) {
-	t.Helper()
-	ctx := context.Background()
-	es := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svc.Name + "-abcde", Namespace: svc.Namespace,
-		Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}}}
-	err := k8s.Get(ctx, client.ObjectKeyFromObject(es), es)
-	if err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	port, proto, name := int32(8080), corev1.ProtocolTCP, "http"
-	es.AddressType = discoveryv1.AddressTypeIPv4
-	es.Ports = []discoveryv1.EndpointPort{{Name: &name, Port: &port, Protocol: &proto}}
-	es.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.244.0.7"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}}
-	if apierrors.IsNotFound(err) {
-		err = k8s.Create(ctx, es)
-	} else {
-		err = k8s.Update(ctx, es)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// newNode creates a node with an address, Ready or not, as a kubelet
-// would register it.
-func newNode(t *testing.T, addr corev1.NodeAddress, ready bool) *corev1.Node {
-	t.Helper()
-	ctx := context.Background()
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{GenerateName: "svc-node-"}}
-	if err := k8s.Create(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), node) })
-	node.Status.Addresses = []corev1.NodeAddress{addr}
-	setNodeReady(t, node, ready)
-	return node
-}
-
-func setNodeReady(t *testing.T, node *corev1.Node, ready bool) {
-	t.Helper()
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if err := k8s.Status().Update(context.Background(), node); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// serviceRegistrations reads this cluster's Service instances of the
-// syncer straight from Eureka, by host:port.
-func serviceRegistrations(c *eureka.Client, s *v1alpha1.EurekaSyncer) (map[string]eureka.Instance, error) {
-	all, err := c.Instances(context.Background(), s.EffectiveAppName())
-	if err != nil && !strings.Contains(err.Error(), eureka.ErrNotFound.Error()) {
-		return nil, err
-	}
-	out := map[string]eureka.Instance{}
-	for _, inst := range all {
-		if inst.Metadata[eureka.MetaCluster] == clusterID && inst.Metadata[eureka.MetaNamespace] == s.Namespace && inst.Metadata[eureka.MetaService] != "" {
-			out[inst.HostName+":"+strconv.Itoa(inst.Port)] = inst
-		}
-	}
-	return out, nil
-}
-
-// wantRegistered waits until Eureka holds exactly the addresses, each with
-// the status, and the syncer's status agrees.
-func wantRegistered(t *testing.T, c *eureka.Client, s *v1alpha1.EurekaSyncer, status eureka.Status, addrs ...string) map[string]eureka.Instance {
-	t.Helper()
-	sort.Strings(addrs)
-	var got map[string]eureka.Instance
-	harness.Eventually(t, patience, fmt.Sprintf("Eureka holds %v %s and the status says so", addrs, status), func() error {
-		var err error
-		if got, err = serviceRegistrations(c, s); err != nil {
-			return err
-		}
-		var have []string
-		for addr, inst := range got {
-			if inst.Status != status {
-				return fmt.Errorf("%s is %s", addr, inst.Status)
-			}
-			have = append(have, addr)
-		}
-		sort.Strings(have)
-		if !slices.Equal(have, addrs) {
-			return fmt.Errorf("Eureka holds %v", have)
-		}
-		st, err := getSyncer(s)
-		if err != nil {
-			return err
-		}
-		if !slices.Equal(st.Status.ServiceAddresses, addrs) {
-			return fmt.Errorf("status.serviceAddresses %v", st.Status.ServiceAddresses)
-		}
-		if len(addrs) > 0 {
-			if c := meta.FindStatusCondition(st.Status.Conditions, v1alpha1.ConditionServiceReachable); c == nil || c.Status != metav1.ConditionTrue {
-				return fmt.Errorf("ServiceReachable %+v", c)
-			}
-		}
-		return nil
-	})
-	return got
-}
-
-// wantUnreachable waits for ServiceReachable False with the reason, and
-// nothing of the syncer's Service in Eureka.
-func wantUnreachable(t *testing.T, c *eureka.Client, s *v1alpha1.EurekaSyncer, reason string) {
-	t.Helper()
-	harness.Eventually(t, patience, "ServiceReachable False/"+reason+", nothing registered", func() error {
-		st, err := getSyncer(s)
-		if err != nil {
-			return err
-		}
-		cond := meta.FindStatusCondition(st.Status.Conditions, v1alpha1.ConditionServiceReachable)
-		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != reason || cond.ObservedGeneration != st.Generation {
-			return fmt.Errorf("ServiceReachable %+v", cond)
-		}
-		if !strings.Contains(cond.Message, s.Spec.Service.Name) {
-			return fmt.Errorf("the message does not name the Service: %q", cond.Message)
-		}
-		if len(st.Status.ServiceAddresses) != 0 || st.Status.Ready != "0/0" {
-			return fmt.Errorf("status says %v registered, READY %s", st.Status.ServiceAddresses, st.Status.Ready)
-		}
-		got, err := serviceRegistrations(c, s)
-		if err != nil {
-			return err
-		}
-		if len(got) != 0 {
-			return fmt.Errorf("Eureka holds %v", got)
-		}
-		return nil
-	})
-}
-
-// otherClusterService registers what another cluster's Eurekube registers
-// for the same app and Service: it must never be touched.
-func otherClusterService(t *testing.T, c *eureka.Client, s *v1alpha1.EurekaSyncer, host string) {
-	t.Helper()
-	inst := eureka.Instance{App: s.EffectiveAppName(), InstanceID: host + ":" + strings.ToLower(s.EffectiveAppName()) + ":80:" + s.Spec.Service.Name + "." + s.Namespace + ".another",
-		HostName: host, IPAddr: host, Status: eureka.StatusUp, Port: 80, PortEnabled: true,
-		Metadata: map[string]string{eureka.MetaManagedBy: eureka.ManagedByValue, eureka.MetaCluster: "another-cluster",
-			eureka.MetaNamespace: s.Namespace, eureka.MetaSyncer: s.Name, eureka.MetaService: s.Spec.Service.Name}}
-	if err := c.Register(context.Background(), inst); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		got, err := c.Instance(context.Background(), inst.App, inst.InstanceID)
-		if err != nil || got.Status != eureka.StatusUp {
-			t.Errorf("another cluster's Service instance was touched: %+v %v", got, err)
-		}
-		_ = c.Cancel(context.Background(), inst.App, inst.InstanceID)
-	})
-}
+// cloud controller would (newService, setEndpoints, newNode: helpers_test.go).
 
 func TestServiceMode_LoadBalancerRegistersItsIngressUpWhileAnEndpointIsReady(t *testing.T) {
 	ns := newNamespace(t)

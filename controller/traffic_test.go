@@ -9,69 +9,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/tests/harness"
 )
-
-func setTraffic(t *testing.T, s *v1alpha1.EurekaSyncer, traffic v1alpha1.Traffic) {
-	t.Helper()
-	patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"traffic":%q}}`, traffic)))
-	if err := k8s.Patch(context.Background(), s.DeepCopy(), patch); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// statuses reads the instances' statuses straight from the registry.
-func statuses(c *eureka.Client, insts ...eureka.Instance) (map[string]eureka.Status, error) {
-	out := map[string]eureka.Status{}
-	for _, inst := range insts {
-		got, err := c.Instance(context.Background(), inst.App, inst.InstanceID)
-		if err != nil {
-			return nil, err
-		}
-		out[inst.InstanceID] = got.Status
-	}
-	return out, nil
-}
-
-func wantStatuses(c *eureka.Client, want map[string]eureka.Status, insts ...eureka.Instance) error {
-	got, err := statuses(c, insts...)
-	if err != nil {
-		return err
-	}
-	for id, w := range want {
-		if got[id] != w {
-			return fmt.Errorf("Eureka lists %v, want %v", got, want)
-		}
-	}
-	return nil
-}
-
-func trafficCondition(st v1alpha1.EurekaSyncerStatus, reason string) error {
-	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionTrafficApplied)
-	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason {
-		return fmt.Errorf("TrafficApplied %+v, want True/%s", c, reason)
-	}
-	return nil
-}
-
-func podTraffic(ns string, pods ...*corev1.Pod) (map[string]string, error) {
-	out := map[string]string{}
-	for _, p := range pods {
-		var got corev1.Pod
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: p.Name}, &got); err != nil {
-			return nil, err
-		}
-		out[p.Name] = got.Annotations[v1alpha1.TrafficAnnotation]
-	}
-	return out, nil
-}
 
 // Standby holds this cluster's instances OUT_OF_SERVICE (an override their
 // registrars' re-registrations do not undo) and never touches a VM's or
@@ -181,29 +123,4 @@ func TestTraffic_StandbyHoldsThisClustersInstancesOutAndServeLetsThemBackIn(t *t
 	if err := wantStatuses(c, map[string]eureka.Status{up.InstanceID: eureka.StatusUp}, up); err != nil {
 		t.Fatalf("after Serve, a registration UP: %v", err)
 	}
-}
-
-// instanceGauge reads eurekube_syncer_instances of one syncer, by
-// "app location status".
-func instanceGauge(ns, syncer string) (map[string]float64, error) {
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != "eurekube_syncer_instances" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			if l["namespace"] == ns && l["syncer"] == syncer {
-				out[l["app"]+" "+l["location"]+" "+l["status"]] = m.GetGauge().GetValue()
-			}
-		}
-	}
-	return out, nil
 }

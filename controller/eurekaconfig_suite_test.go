@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -18,27 +16,6 @@ import (
 	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/tests/harness"
 )
-
-// reachable waits for the syncer's EurekaReachable condition to have status
-// and reason with a message mentioning each of mention.
-func reachable(s *v1alpha1.EurekaSyncer, status metav1.ConditionStatus, reason string, mention ...string) func() error {
-	return func() error {
-		got, err := getSyncer(s)
-		if err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionEurekaReachable)
-		if c == nil || c.Status != status || (reason != "" && c.Reason != reason) {
-			return fmt.Errorf("condition %+v", c)
-		}
-		for _, m := range mention {
-			if !strings.Contains(c.Message, m) {
-				return fmt.Errorf("condition %+v does not mention %q", c, m)
-			}
-		}
-		return nil
-	}
-}
 
 // A Eureka server serving HTTPS with a private CA and demanding basic
 // auth: the manager reads it through the syncer's CA bundle ConfigMap and
