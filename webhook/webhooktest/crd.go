@@ -2,6 +2,7 @@ package webhooktest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
@@ -48,12 +50,14 @@ func AdmitSyncer(s *v1alpha1.EurekaSyncer) (*v1alpha1.EurekaSyncer, error) {
 	}
 	s = s.DeepCopy()
 	s.APIVersion, s.Kind = v1alpha1.GroupVersion.String(), "EurekaSyncer"
-	raw, err := yaml.Marshal(s)
+	raw, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
 	}
+	// Decoded as the API server decodes a request: whole numbers as int64,
+	// which the CRD's CEL rules (type(self) == int) tell from strings.
 	var obj map[string]any
-	if err := yaml.Unmarshal(raw, &obj); err != nil {
+	if err := utiljson.Unmarshal(raw, &obj); err != nil {
 		return nil, err
 	}
 	delete(obj, "status")
