@@ -70,7 +70,7 @@ func (g *gen) path() string {
 
 // syncerFor is a generated Pod-mode syncer selecting the Spring pod.
 func (g *gen) syncer() v1alpha1.EurekaSyncer {
-	s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	s := syncer("orders", time.Hour)
 	s.Spec.Metadata = nil
 	s.Spec.Lease = v1alpha1.Lease{RenewalIntervalSeconds: g.optional(1, 300), DurationSeconds: g.optional(2, 3600)}
 	if g.bool() {
@@ -381,7 +381,7 @@ func opsOf(ops any) string {
 func TestDecide_WindowsPodsAreSkippedSayingWhy(t *testing.T) {
 	pod := springPod()
 	pod.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
-	r := Inject(pod, enabledNamespace(), []v1alpha1.EurekaSyncer{syncer("orders", time.Hour, map[string]string{"app": "orders"})}, testDefaults)
+	r := Inject(pod, enabledNamespace(), []v1alpha1.EurekaSyncer{syncer("orders", time.Hour)}, testDefaults)
 	if r.Inject || r.Denied != "" || r.Reason != ReasonUnsupportedOS {
 		t.Fatalf("reason %s, denied %q, want skipped as %s", r.Reason, r.Denied, ReasonUnsupportedOS)
 	}
@@ -397,7 +397,7 @@ func TestDecide_WindowsPodsAreSkippedSayingWhy(t *testing.T) {
 // applied after the syncer turned Standby, registers as the syncer says
 // now: the traffic annotation the registrar reads follows the syncer.
 func TestInject_AnInjectedPodSentBackFollowsItsSyncersTraffic(t *testing.T) {
-	orders := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	orders := syncer("orders", time.Hour)
 	injected := inject(t, springPod(), orders)
 	orders.Spec.Traffic = v1alpha1.TrafficStandby
 	r := Inject(injected, enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, testDefaults)
@@ -416,12 +416,12 @@ func TestInject_AnInjectedPodSentBackFollowsItsSyncersTraffic(t *testing.T) {
 // now run: a health timeout longer than the period (as the kubelet runs
 // such a probe), a failure threshold above 1000.
 func TestInject_ProbesKubernetesAcceptsRun(t *testing.T) {
-	orders := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	orders := syncer("orders", time.Hour)
 	orders.Spec.HealthCheck = &v1alpha1.HealthCheck{Type: v1alpha1.HealthCheckHTTP, Path: "/ready", TimeoutSeconds: 10}
 	pod := springPod()
 	pod.Spec.Containers[0].ReadinessProbe.FailureThreshold = 1200
 	for name, s := range map[string]v1alpha1.EurekaSyncer{"syncer's timeout 10 s, period unset": orders,
-		"probe's failureThreshold 1200": syncer("orders", time.Hour, map[string]string{"app": "orders"})} {
+		"probe's failureThreshold 1200": syncer("orders", time.Hour)} {
 		r := Inject(pod, enabledNamespace(), []v1alpha1.EurekaSyncer{s}, testDefaults)
 		if !r.Inject {
 			t.Fatalf("%s: %s %s", name, r.Reason, r.Denied)

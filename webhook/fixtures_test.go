@@ -5,10 +5,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/webhook/webhooktest"
 )
 
@@ -27,19 +26,18 @@ var testDefaults = Defaults{
 	},
 }
 
-func syncer(name string, age time.Duration, labels map[string]string) v1alpha1.EurekaSyncer {
-	return v1alpha1.EurekaSyncer{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "shop",
-			CreationTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(-age)),
+// syncer is the syncer name of namespace shop selecting the Spring pod
+// (app=orders), created age before 2026-01-01, with a zone in its
+// metadata and the lease the API server defaults, changed by opts.
+func syncer(name string, age time.Duration, opts ...builders.SyncerOption) v1alpha1.EurekaSyncer {
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(-age)
+	s := builders.Syncer("shop", name, append([]builders.SyncerOption{
+		builders.Selecting("orders"), builders.CreatedAt(created), builders.Metadata(map[string]string{"zone": "zone-a"}),
+		func(s *v1alpha1.EurekaSyncer) {
+			s.Spec.Lease = v1alpha1.Lease{RenewalIntervalSeconds: 30, DurationSeconds: 90}
 		},
-		Spec: v1alpha1.EurekaSyncerSpec{
-			Selector: metav1.LabelSelector{MatchLabels: labels},
-			Port:     intstr.FromString("http"),
-			Metadata: map[string]string{"zone": "zone-a"},
-			Lease:    v1alpha1.Lease{RenewalIntervalSeconds: 30, DurationSeconds: 90},
-		},
-	}
+	}, opts...)...)
+	return *s
 }
 
 func enabledNamespace() Namespace {

@@ -33,7 +33,7 @@ func newTestWebhook(t testing.TB) *admission.Webhook {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
-	s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	s := syncer("orders", time.Hour)
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: enabledNamespace().Labels}},
 		&s,
@@ -111,7 +111,7 @@ func TestHandler_AsksTheAPIServerWhenTheCacheLags(t *testing.T) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
-	s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	s := syncer("orders", time.Hour)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: enabledNamespace().Labels}}
 	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ns, &s).Build()
 	for _, tc := range []struct {
@@ -244,7 +244,7 @@ func BenchmarkHandler(b *testing.B) {
 	_ = v1alpha1.AddToScheme(scheme)
 	reader := informerCache(b, scheme,
 		[]corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: enabledNamespace().Labels}}},
-		[]v1alpha1.EurekaSyncer{syncer("orders", time.Hour, map[string]string{"app": "orders"})})
+		[]v1alpha1.EurekaSyncer{syncer("orders", time.Hour)})
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
 	benchmarkWebhook(b, NewHandler(Options{
@@ -257,7 +257,7 @@ func BenchmarkHandler(b *testing.B) {
 // the patch Inject makes for it, computed once. What BenchmarkHandler adds
 // to it is Eurekube's own work.
 func BenchmarkPrecomputedHandler(b *testing.B) {
-	r := Inject(springPod(), enabledNamespace(), []v1alpha1.EurekaSyncer{syncer("orders", time.Hour, map[string]string{"app": "orders"})}, testDefaults)
+	r := Inject(springPod(), enabledNamespace(), []v1alpha1.EurekaSyncer{syncer("orders", time.Hour)}, testDefaults)
 	patch, err := encodePatch(r.Patch)
 	if err != nil {
 		b.Fatal(err)

@@ -15,7 +15,7 @@ import (
 )
 
 func TestInject_PatchTurnsTheRequestIntoThePod(t *testing.T) {
-	orders := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	orders := syncer("orders", time.Hour)
 	for name, pod := range map[string]func() *corev1.Pod{
 		"spring boot":     springPod,
 		"exec hook, init": withPreStop(&corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/drain"}}}),
@@ -71,7 +71,7 @@ func applyPatch(t *testing.T, raw []byte, ops []jsonpatch.Operation) []byte {
 // The registrar reads back the settings the webhook resolved: the env
 // contract has one rendering and one parser, sidecar's.
 func TestInject_TheRegistrarReadsWhatTheWebhookRenders(t *testing.T) {
-	s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	s := syncer("orders", time.Hour)
 	s.Spec.Eureka.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "eureka-login"}
 	r := Inject(springPod(), enabledNamespace(), []v1alpha1.EurekaSyncer{s}, testDefaults)
 	if !r.Inject {
@@ -120,7 +120,7 @@ func registrarConfig(t *testing.T, pod *corev1.Pod) sidecar.Config {
 // encodePatch writes what Response.Complete would write from the same
 // operations.
 func TestEncodePatch_IsTheJSONOfTheOperations(t *testing.T) {
-	r := Inject(twoContainersAndInit(), enabledNamespace(), []v1alpha1.EurekaSyncer{syncer("orders", time.Hour, map[string]string{"app": "orders"})}, testDefaults)
+	r := Inject(twoContainersAndInit(), enabledNamespace(), []v1alpha1.EurekaSyncer{syncer("orders", time.Hour)}, testDefaults)
 	got, err := encodePatch(r.Patch)
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func TestEncodePatch_IsTheJSONOfTheOperations(t *testing.T) {
 func TestInject_EurekaFilesAreMountedIntoTheRegistrarAlone(t *testing.T) {
 	for _, kind := range []v1alpha1.CABundleKind{v1alpha1.CABundleConfigMap, v1alpha1.CABundleSecret} {
 		t.Run(string(kind), func(t *testing.T) {
-			s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+			s := syncer("orders", time.Hour)
 			s.Spec.Eureka.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "eureka-login"}
 			s.Spec.Eureka.TLS = &v1alpha1.EurekaTLS{
 				CABundleRef:                &v1alpha1.CABundleRef{Kind: kind, Name: "corp-ca", Key: "root.pem"},
@@ -226,7 +226,7 @@ func TestInject_EurekaFilesAreMountedIntoTheRegistrarAlone(t *testing.T) {
 }
 
 func TestInject_NoEurekaFilesNoVolume(t *testing.T) {
-	pod := inject(t, springPod(), syncer("orders", time.Hour, map[string]string{"app": "orders"}))
+	pod := inject(t, springPod(), syncer("orders", time.Hour))
 	if hasVolume(pod, eurekaFilesVolume) {
 		t.Fatal("a syncer without credentials or TLS got the Eureka files volume")
 	}
@@ -236,7 +236,7 @@ func TestInject_NoEurekaFilesNoVolume(t *testing.T) {
 // patch, applied to the request's object, keeps every one of them,
 // including in the containers Eurekube changes.
 func TestInject_PatchKeepsFieldsThisBuildDoesNotKnow(t *testing.T) {
-	orders := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	orders := syncer("orders", time.Hour)
 	raw, err := json.Marshal(springPod())
 	if err != nil {
 		t.Fatal(err)

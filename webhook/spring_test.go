@@ -108,7 +108,7 @@ func TestInject_InstancesAreShapedAsSpringToolsExpect(t *testing.T) {
 				f(pod)
 			}
 			pod.Annotations = tc.annotation
-			s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+			s := syncer("orders", time.Hour)
 			if tc.syncer != nil {
 				tc.syncer(&s)
 			}

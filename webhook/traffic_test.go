@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
 )
 
 func TestMutate_TrafficAnnotationIsTheSyncersAndOnlyTheRegistrarReadsIt(t *testing.T) {
@@ -24,7 +25,7 @@ func TestMutate_TrafficAnnotationIsTheSyncersAndOnlyTheRegistrarReadsIt(t *testi
 		{"the syncer's replaces the pod's", v1alpha1.TrafficStandby, "Serve", "Standby"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+			s := syncer("orders", time.Hour)
 			s.Spec.Traffic = tc.traffic
 			pod := springPod()
 			if tc.podHas != "" {
@@ -82,13 +83,10 @@ func TestParseAnnotations_TrafficIsWhatEurekubeWrites(t *testing.T) {
 // The manager registers a Service-mode syncer's Service; no pod of its
 // namespace gets a registrar, whatever the syncer's selector holds.
 func TestInject_ServiceModeSyncerInjectsNoPod(t *testing.T) {
-	empty := syncer("orders-svc", time.Hour, nil)
-	empty.Spec.Mode = v1alpha1.ModeService
-	empty.Spec.Service = &v1alpha1.ServiceTarget{Name: "orders"}
+	empty := syncer("orders-svc", time.Hour, builders.ServiceMode("orders"))
 	// The CRD refuses a selector in Service mode; one stored anyway
 	// (validation ratcheting, an edited CRD) still injects nothing.
-	selecting := syncer("orders-svc-selecting", time.Hour, map[string]string{"app": "orders"})
-	selecting.Spec.Mode, selecting.Spec.Service = v1alpha1.ModeService, empty.Spec.Service
+	selecting := syncer("orders-svc-selecting", time.Hour, builders.ServiceMode("orders"), builders.Selecting("orders"))
 	for name, s := range map[string]v1alpha1.EurekaSyncer{"empty selector": empty, "a selector": selecting} {
 		t.Run(name, func(t *testing.T) {
 			pod := springPod()
@@ -99,7 +97,7 @@ func TestInject_ServiceModeSyncerInjectsNoPod(t *testing.T) {
 		})
 	}
 	// Beside a Pod-mode syncer, the Pod-mode one registers the pod.
-	orders := syncer("orders", time.Minute, map[string]string{"app": "orders"})
+	orders := syncer("orders", time.Minute)
 	if r := Inject(springPod(), enabledNamespace(), []v1alpha1.EurekaSyncer{selecting, orders}, testDefaults); !r.Inject || r.Syncer.Name != "orders" || len(r.Warnings) != 0 {
 		t.Fatalf("beside a Pod-mode syncer: inject %v by %v, warnings %q", r.Inject, r.Syncer, r.Warnings)
 	}

@@ -71,8 +71,8 @@ func TestParseAnnotations_DeniesBadValuesNamingKeyValueAndAllowed(t *testing.T) 
 }
 
 func TestDecide_ReasonsForEveryOutcome(t *testing.T) {
-	orders := syncer("orders", time.Hour, map[string]string{"app": "orders"})
-	deleting := syncer("old", 2*time.Hour, map[string]string{"app": "orders"})
+	orders := syncer("orders", time.Hour)
+	deleting := syncer("old", 2*time.Hour)
 	now := metav1.Now()
 	deleting.DeletionTimestamp = &now
 	withLabel := func(k, v string) *corev1.Pod { p := springPod(); p.Labels[k] = v; return p }
@@ -110,8 +110,8 @@ func TestDecide_ReasonsForEveryOutcome(t *testing.T) {
 }
 
 func TestDecide_OldestSyncerWinsAndTheOthersAreNamed(t *testing.T) {
-	young := syncer("young", time.Minute, map[string]string{"app": "orders"})
-	old := syncer("old", time.Hour, map[string]string{"app": "orders"})
+	young := syncer("young", time.Minute)
+	old := syncer("old", time.Hour)
 	d := Decide(springPod(), enabledNamespace(), []v1alpha1.EurekaSyncer{young, old})
 	if !d.Inject || d.Syncer.Name != "old" {
 		t.Fatalf("winner = %v", d.Syncer)
@@ -123,7 +123,7 @@ func TestDecide_OldestSyncerWinsAndTheOthersAreNamed(t *testing.T) {
 
 func TestMutate_EveryHookKindIsComposedWithTheDrain(t *testing.T) {
 	const helper = "/eurekube-drain/eurekube-drain"
-	s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	s := syncer("orders", time.Hour)
 	grace := int64(45)
 	for _, tc := range []struct {
 		name     string
@@ -200,7 +200,7 @@ func TestMutate_EveryHookKindIsComposedWithTheDrain(t *testing.T) {
 // The helper's arguments are the webhook's rendering of the hook; what the
 // helper parses back must be that hook.
 func TestMutate_HelperArgumentsParseBackToTheHook(t *testing.T) {
-	s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	s := syncer("orders", time.Hour)
 	pod := springPod()
 	pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{HTTPGet: &corev1.HTTPGetAction{
 		Scheme: corev1.URISchemeHTTPS, Host: "localhost", Path: "/pause?now=1", Port: intstr.FromInt32(8443),
@@ -222,7 +222,7 @@ func TestMutate_HelperArgumentsParseBackToTheHook(t *testing.T) {
 }
 
 func TestMutate_EveryContainerButTheRegistrarIsDrained(t *testing.T) {
-	s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	s := syncer("orders", time.Hour)
 	pod := springPod()
 	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: "cloud-sql-proxy", Image: "registry.example/proxy:2"})
 	out, _, err := Mutate(pod, Config{Syncer: &s, Defaults: testDefaults})
@@ -238,7 +238,7 @@ func TestMutate_EveryContainerButTheRegistrarIsDrained(t *testing.T) {
 }
 
 func TestMutate_DrainZeroIsRecorded(t *testing.T) {
-	s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	s := syncer("orders", time.Hour)
 	zero := int32(0)
 	s.Spec.Drain.PreStopSleepSeconds = &zero
 	out, adaptations, err := Mutate(springPod(), Config{Syncer: &s, Defaults: testDefaults})
@@ -254,7 +254,7 @@ func TestMutate_DrainZeroIsRecorded(t *testing.T) {
 }
 
 func TestDecide_PodsMeantToFinishAreSkippedNamingTheSyncer(t *testing.T) {
-	orders := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	orders := syncer("orders", time.Hour)
 	for _, policy := range []corev1.RestartPolicy{corev1.RestartPolicyNever, corev1.RestartPolicyOnFailure} {
 		pod := springPod()
 		pod.Spec.RestartPolicy = policy
@@ -269,7 +269,7 @@ func TestDecide_PodsMeantToFinishAreSkippedNamingTheSyncer(t *testing.T) {
 }
 
 func TestMutate_UnknownPortNameIsAnError(t *testing.T) {
-	s := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	s := syncer("orders", time.Hour)
 	pod := springPod()
 	pod.Spec.Containers[0].Ports[0].Name = "web"
 	if _, _, err := Mutate(pod, Config{Syncer: &s, Defaults: testDefaults}); err == nil || !strings.Contains(err.Error(), "http") {
@@ -296,7 +296,7 @@ func withPreStop(hook *corev1.LifecycleHandler) func() *corev1.Pod {
 }
 
 func TestMutate_GoldenPods(t *testing.T) {
-	orders := syncer("orders", time.Hour, map[string]string{"app": "orders"})
+	orders := syncer("orders", time.Hour)
 	for _, tc := range []struct {
 		name string
 		pod  func() *corev1.Pod
