@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/sidecar"
@@ -62,7 +64,7 @@ type detachObserved struct {
 // (registrars older than Detached: when their pod stops).
 func (r *Reconciler) takeOutOfTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer, cl *eureka.Client, obs *observed) {
 	if _, err := r.syncPodTraffic(ctx, s, v1alpha1.TrafficDetached); err != nil {
-		r.log.WithError(err).WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name}).Warn("deleted syncer: could not mark every pod Detached; retried at the next pass")
+		r.logFrom(ctx).WithError(err).Warn("deleted syncer: could not mark every pod Detached; retried at the next pass")
 	}
 	if obs.eurekaErr != nil {
 		obs.detach.cause, obs.eurekaReason = obs.eurekaErr, reasonDetachBlocked
@@ -88,7 +90,7 @@ func (r *Reconciler) takeOutOfTraffic(ctx context.Context, s *v1alpha1.EurekaSyn
 		pods = append(pods, inst.Metadata[eureka.MetaPod])
 	}
 	if len(marked) > 0 {
-		r.log.WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name, "instances": marked}).
+		r.logFrom(ctx).WithField("instances", marked).
 			Info("deleted syncer: instances marked DOWN")
 		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "Detaching", "Detach",
 			"the syncer is being deleted: marked %d instance(s) DOWN (%s); they leave Eureka once the registrars of pods %s read that the syncer is gone (within a minute or two), or when those pods stop",
@@ -180,7 +182,7 @@ func (r *Reconciler) abandonDetach(ctx context.Context, s *v1alpha1.EurekaSyncer
 		return err
 	}
 	left := r.leftInEureka(s, obs)
-	r.log.WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name, "waited": r.opts.DetachTimeout, "left": left}).
+	r.logFrom(ctx).WithFields(logrus.Fields{"waited": r.opts.DetachTimeout, "left": left}).
 		Warn("deleted syncer: no pod runs its registrar and Eureka did not let its instances be removed in time; released the finalizer anyway")
 	r.recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonDetachTimedOut, "Detach", "%s", truncate(fmt.Sprintf(
 		"released the finalizer without Eureka's word: no pod has run this syncer's registrar for %s. May be left in Eureka: %s. "+

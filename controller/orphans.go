@@ -105,7 +105,7 @@ func (r *Reconciler) collectOrphans(ctx context.Context, s *v1alpha1.EurekaSynce
 	}
 	if len(removed) > 0 {
 		orphansRemoved.WithLabelValues(s.Namespace, s.Name).Add(float64(len(removed)))
-		r.log.WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name, "instances": removed}).
+		r.logFrom(ctx).WithField("instances", removed).
 			Info("removed instances whose pod no longer exists or has finished")
 		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "OrphansRemoved", "CollectOrphans",
 			"removed %d instance(s) whose pod no longer exists or has finished: %s", len(removed), names(removed))

@@ -181,6 +181,7 @@ func (r *Reconciler) syncersOfPod(ctx context.Context, obj client.Object) []reco
 // Reconcile syncs one EurekaSyncer: it measures pods and Eureka, collects
 // orphans, detaches a deleted syncer, and writes the status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = r.withReconcileLog(ctx, req)
 	var s v1alpha1.EurekaSyncer
 	if err := r.client.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {

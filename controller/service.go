@@ -143,7 +143,7 @@ func (r *Reconciler) syncService(ctx context.Context, s *v1alpha1.EurekaSyncer, 
 		}
 		obs.service.resolved, obs.service.res = true, res
 		want = serviceInstances(s, res, r.opts.ClusterID)
-		r.reportReachability(s, res)
+		r.reportReachability(ctx, s, res)
 	} else if !r.leases.holds(key) && !slices.ContainsFunc(obs.instances, func(inst eureka.Instance) bool { return isServiceInstance(&inst) }) {
 		return // Pod mode, nothing of Service mode left
 	}
@@ -162,7 +162,7 @@ func (r *Reconciler) syncService(ctx context.Context, s *v1alpha1.EurekaSyncer, 
 		}
 	}
 	slices.Sort(obs.service.addresses)
-	r.reportServiceSync(s, obs, done)
+	r.reportServiceSync(ctx, s, obs, done)
 }
 
 // resolveService reads the syncer's Service, its EndpointSlices and the
@@ -195,7 +195,7 @@ func (r *Reconciler) resolveService(ctx context.Context, s *v1alpha1.EurekaSynce
 
 // reportReachability records a Warning Event when ServiceReachable turns
 // False (or False for another reason).
-func (r *Reconciler) reportReachability(s *v1alpha1.EurekaSyncer, res serviceResolution) {
+func (r *Reconciler) reportReachability(ctx context.Context, s *v1alpha1.EurekaSyncer, res serviceResolution) {
 	if res.reachable() {
 		return
 	}
@@ -203,15 +203,15 @@ func (r *Reconciler) reportReachability(s *v1alpha1.EurekaSyncer, res serviceRes
 	if prev != nil && prev.Status == metav1.ConditionFalse && prev.Reason == res.reason {
 		return
 	}
-	r.log.WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name, "reason": res.reason}).Warn(res.message)
+	r.logFrom(ctx).WithField("reason", res.reason).Warn(res.message)
 	r.recorder.Eventf(s, nil, corev1.EventTypeWarning, res.reason, "RegisterService", "%s", res.message)
 }
 
 // reportServiceSync records what registering the Service did: a Normal
 // Event when the registered addresses changed, one when stale instances
 // were cancelled, a Warning when Eureka refused a write.
-func (r *Reconciler) reportServiceSync(s *v1alpha1.EurekaSyncer, obs *observed, done serviceSync) {
-	log := r.log.WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name})
+func (r *Reconciler) reportServiceSync(ctx context.Context, s *v1alpha1.EurekaSyncer, obs *observed, done serviceSync) {
+	log := r.logFrom(ctx)
 	if len(done.registered) > 0 {
 		log.WithField("instances", done.registered).Info("Service instances registered")
 	}

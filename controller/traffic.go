@@ -94,7 +94,7 @@ func (r *Reconciler) applyTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer,
 			}
 		}
 	}
-	r.reportTraffic(s, traffic, obs)
+	r.reportTraffic(ctx, s, traffic, obs)
 }
 
 // override sets or removes one instance's override so that it carries
@@ -235,9 +235,9 @@ type podPatch struct {
 }
 
 // reportTraffic records Events for what this pass switched.
-func (r *Reconciler) reportTraffic(s *v1alpha1.EurekaSyncer, traffic v1alpha1.Traffic, obs *observed) {
+func (r *Reconciler) reportTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer, traffic v1alpha1.Traffic, obs *observed) {
 	t := &obs.traffic
-	log := r.log.WithFields(map[string]any{"namespace": s.Namespace, "syncer": s.Name, "traffic": traffic})
+	log := r.logFrom(ctx).WithField("traffic", traffic)
 	switch {
 	case len(t.heldOut) > 0 && traffic == v1alpha1.TrafficServe:
 		log.WithField("instances", t.heldOut).Warn("traffic: held OUT_OF_SERVICE, their node is not Ready")
