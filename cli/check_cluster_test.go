@@ -22,6 +22,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/webhook"
@@ -103,8 +104,7 @@ func installHealthy(ctx context.Context, t *testing.T, cp *harness.ControlPlane)
 
 	// A syncer with credentials, the RoleBinding that lets the manager
 	// read them, and what the manager would have found.
-	h.syncer = ordersSyncer(checkNamespace, "orders")
-	h.syncer.Spec.Eureka.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "eureka-creds"}
+	h.syncer = builders.Syncer(checkNamespace, "orders", builders.Credentials("eureka-creds"))
 	h.syncer.Spec.Eureka.TLS = &v1alpha1.EurekaTLS{CABundleRef: &v1alpha1.CABundleRef{Name: "eureka-ca"}}
 	if err := c.Create(ctx, h.syncer); err != nil {
 		t.Fatal(err)

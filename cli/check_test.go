@@ -14,6 +14,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/manager"
 )
 
@@ -116,10 +117,10 @@ func TestCheckWebhookAnswers(t *testing.T) {
 	expect(t, evaluateWebhookAnswers(webhookTrial{namespace: "shop", syncer: "orders", injected: true}), Pass, "came back with the eurekube-registrar container")
 }
 
+// syncerWith is the syncer name of namespace shop with the conditions the
+// manager wrote.
 func syncerWith(name string, conditions ...metav1.Condition) v1alpha1.EurekaSyncer {
-	s := v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}}
-	s.Status.Conditions = conditions
-	return s
+	return *builders.Syncer("shop", name, builders.Conditions(conditions...))
 }
 
 func TestCheckEureka_ReportsTheManagersCondition(t *testing.T) {

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/tests/harness"
@@ -70,14 +69,6 @@ func createNamespace(ctx context.Context, t *testing.T, cp *harness.ControlPlane
 	if err := cp.Client.Create(ctx, ns); err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
-}
-
-// ordersSyncer selects app=orders on the port named http.
-func ordersSyncer(namespace, name string) *v1alpha1.EurekaSyncer {
-	s := &v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	s.Spec.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "orders"}}
-	s.Spec.Port = intstr.FromString("http")
-	return s
 }
 
 // lineOf is the output line of check, or "" when there is none.

@@ -7,9 +7,11 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
 )
 
 var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -17,10 +19,7 @@ var testNow = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 // migrating is a syncer halfway through a migration: Standby here, the VMs
 // still serving.
 func migrating() v1alpha1.EurekaSyncer {
-	s := v1alpha1.EurekaSyncer{
-		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop", CreationTimestamp: metav1.NewTime(testNow.Add(-5 * time.Minute))},
-		Spec:       v1alpha1.EurekaSyncerSpec{Traffic: v1alpha1.TrafficStandby},
-	}
+	s := *builders.Syncer("shop", "orders", builders.Traffic(v1alpha1.TrafficStandby), builders.CreatedAt(testNow.Add(-5*time.Minute)))
 	s.Status = v1alpha1.EurekaSyncerStatus{
 		AppName: "ORDERS", Ready: "0/3", SelectedPods: 3, InjectedPods: 3, RegisteredInstances: 3,
 		OutOfServiceInstances: 3, ElsewhereInstances: 2, ElsewhereUpInstances: 2, Elsewhere: "2/2",
@@ -32,10 +31,8 @@ func migrating() v1alpha1.EurekaSyncer {
 }
 
 func service() v1alpha1.EurekaSyncer {
-	return v1alpha1.EurekaSyncer{
-		ObjectMeta: metav1.ObjectMeta{Name: "billing", Namespace: "pay", CreationTimestamp: metav1.NewTime(testNow.Add(-49 * time.Hour))},
-		Spec:       v1alpha1.EurekaSyncerSpec{Mode: v1alpha1.ModeService, AppName: "billing"},
-	}
+	return *builders.Syncer("pay", "billing", builders.ServiceMode("billing"), builders.Port(intstr.FromInt32(80)), builders.AppName("billing"),
+		builders.CreatedAt(testNow.Add(-49*time.Hour)))
 }
 
 func TestStatus_TableShowsTheMigrationViewFromTheStatus(t *testing.T) {

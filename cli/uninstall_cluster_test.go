@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -19,7 +20,7 @@ import (
 func finalizedSyncer(ctx context.Context, t *testing.T, cp *harness.ControlPlane, namespace string) *v1alpha1.EurekaSyncer {
 	t.Helper()
 	createNamespace(ctx, t, cp, namespace, true)
-	s := ordersSyncer(namespace, "orders")
+	s := builders.Syncer(namespace, "orders")
 	s.Finalizers = []string{v1alpha1.Finalizer}
 	if err := cp.Client.Create(ctx, s); err != nil {
 		t.Fatal(err)
