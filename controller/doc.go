@@ -89,16 +89,43 @@
 // RegistrarFailing is recorded when the message changes (a Normal
 // RegistrarsRunning when none fails any more).
 //
-// spec.traffic and lost nodes (traffic.go, nodes.go): Standby holds the syncer's
-// instances OUT_OF_SERVICE with Eureka's status override, Serve removes
-// it; the pods' eurekube.io/traffic annotation, which their registrars
-// read before registering, is kept current. Instances of pods on a node
-// whose Ready condition is not True are held the same way until it is.
-// The migration view (view.go) counts, from the same registry read, the
-// syncer's instances by status and the app's instances elsewhere (VMs,
-// other clusters), and says where calls go.
+// spec.traffic and lost nodes (traffic.go, nodes.go): Standby holds the
+// syncer's instances OUT_OF_SERVICE with Eureka's status override, Serve
+// removes it; the pods' eurekube.io/traffic annotation, which their
+// registrars read before registering, is kept current. Instances of pods
+// on a node whose Ready condition is not True are held the same way until
+// it is; where Kubernetes did not copy a node's zone label onto its pods,
+// the reconciler does. The migration view (view.go) counts, from the same
+// registry read, the syncer's instances by status and the app's instances
+// elsewhere (VMs, other clusters), and says where calls go.
 //
-// Service mode (service.go, service_heartbeats.go): the elected manager registers the
-// address VMs reach a Service at, one instance per address, and a
-// leader-only keeper heartbeats them.
+// Service mode (service*.go): the elected manager registers the address
+// VMs reach a Service at (service_address.go), one instance per address
+// (service_register.go), and a leader-only keeper heartbeats them
+// (service_heartbeats.go).
+//
+// # Where the code is
+//
+// One controller and one Reconcile (reconciler.go: the options, the
+// watches, the pass), with a file per concern. Not a controller per
+// concern: they share one registry read and one status write per pass,
+// and their conditions depend on each other (Synced counts the instances
+// traffic holds out, and says what detach does); separate controllers
+// would each read Eureka and race over the status. observe.go measures: the
+// pods from the cache, the instances from the registry read of the
+// syncer's servers (eureka.go keeps one client per server set,
+// eurekaconfig.go reads their credentials and TLS material). Then, in
+// turn: orphans.go collects orphans; service*.go is Service mode;
+// traffic.go applies spec.traffic, nodes.go finds the lost nodes and the
+// zones; detach.go detaches a deleted syncer; status.go computes and
+// writes the status. pods.go counts the pods; registrars.go says what
+// their registrars were given and how they fare; adaptations.go
+// aggregates what the webhook adapted; view.go is the migration view;
+// leasesafe.go the LeaseSafe condition; memo.go remembers this manager's
+// own Eureka writes; metrics.go publishes the metrics; log.go gives each
+// reconcile its logger (its syncer and reconcile id), which the concerns
+// take from the context. Each condition has one owner, named in status.go.
+// Each test file is named after the file it tests (_suite_test.go: its
+// tests against a real API server and Eureka); the suite's helpers are in
+// helpers_test.go, the pure tests' builders in fixtures_test.go.
 package controller
