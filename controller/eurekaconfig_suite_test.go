@@ -14,6 +14,7 @@ import (
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -51,18 +52,10 @@ func TestEurekaTLS_CABundleCredentialsAndTheirRotation(t *testing.T) {
 	if err := k8s.Create(ctx, login); err != nil {
 		t.Fatal(err)
 	}
-	s := &v1alpha1.EurekaSyncer{
-		ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: ns},
-		Spec: v1alpha1.EurekaSyncerSpec{
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "ledger"}},
-			Port:     intstr.FromInt32(8080),
-			Eureka: v1alpha1.EurekaServers{
-				ServiceURLs:          []string{secure.URL()},
-				CredentialsSecretRef: &corev1.LocalObjectReference{Name: "eureka-login"},
-				TLS:                  &v1alpha1.EurekaTLS{CABundleRef: &v1alpha1.CABundleRef{Name: "corp-ca"}},
-			},
-		},
-	}
+	s := builders.Syncer(ns, "ledger", builders.Port(intstr.FromInt32(8080)), builders.EurekaURLs(secure.URL()), builders.Credentials("eureka-login"),
+		func(s *v1alpha1.EurekaSyncer) {
+			s.Spec.Eureka.TLS = &v1alpha1.EurekaTLS{CABundleRef: &v1alpha1.CABundleRef{Name: "corp-ca"}}
+		})
 	if err := k8s.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
+	"github.com/eurekube/eurekube/internal/builders"
 )
 
 // What the manager reads for a syncer is what ReadObjects lists, which
@@ -37,10 +37,9 @@ func TestReadEurekaAccess_ReadsWhatReadObjectsLists(t *testing.T) {
 		if kind == v1alpha1.CABundleSecret {
 			bundle.Key = "bundle.pem"
 		}
-		s := &v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"}, Spec: v1alpha1.EurekaSyncerSpec{Eureka: v1alpha1.EurekaServers{
-			CredentialsSecretRef: &corev1.LocalObjectReference{Name: "creds"},
-			TLS:                  &v1alpha1.EurekaTLS{CABundleRef: bundle, ClientCertificateSecretRef: &corev1.LocalObjectReference{Name: "client"}},
-		}}}
+		s := builders.Syncer("shop", "orders", builders.Credentials("creds"), func(s *v1alpha1.EurekaSyncer) {
+			s.Spec.Eureka.TLS = &v1alpha1.EurekaTLS{CABundleRef: bundle, ClientCertificateSecretRef: &corev1.LocalObjectReference{Name: "client"}}
+		})
 		reader.got = nil
 		if _, err := readEurekaAccess(context.Background(), reader, v1alpha1.ReadGrant{}, s); err != nil {
 			t.Fatalf("CA bundle in a %s: %v", kind, err)
@@ -57,9 +56,7 @@ func TestReadEurekaAccess_ReadsWhatReadObjectsLists(t *testing.T) {
 
 // A forbidden read says how to grant it, with this install's names.
 func TestReadEurekaAccess_AForbiddenReadNamesTheGrant(t *testing.T) {
-	s := &v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"}, Spec: v1alpha1.EurekaSyncerSpec{Eureka: v1alpha1.EurekaServers{
-		CredentialsSecretRef: &corev1.LocalObjectReference{Name: "creds"},
-	}}}
+	s := builders.Syncer("shop", "orders", builders.Credentials("creds"))
 	grant := v1alpha1.ReadGrant{ClusterRole: "acme-eureka-credentials", ServiceAccountNamespace: "platform", ServiceAccountName: "acme-manager"}
 	_, err := readEurekaAccess(context.Background(), &forbiddenReader{}, grant, s)
 	want := "kubectl -n shop create rolebinding acme-eureka-credentials --clusterrole=acme-eureka-credentials --serviceaccount=platform:acme-manager"

@@ -12,11 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/webhook"
 	"github.com/eurekube/eurekube/webhook/webhooktest"
 )
@@ -25,12 +25,10 @@ import (
 // without servers. The suite's helpers (package controller_test) are in
 // helpers_test.go.
 
-func syncerFixture(mutate ...func(*v1alpha1.EurekaSyncer)) *v1alpha1.EurekaSyncer {
-	s := &v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop", Generation: 3}}
-	for _, m := range mutate {
-		m(s)
-	}
-	return s
+// syncerFixture is the syncer shop/orders at generation 3, changed by
+// mutate.
+func syncerFixture(mutate ...builders.SyncerOption) *v1alpha1.EurekaSyncer {
+	return builders.Syncer("shop", "orders", append([]builders.SyncerOption{func(s *v1alpha1.EurekaSyncer) { s.Generation = 3 }}, mutate...)...)
 }
 
 func instancesFixture(statuses ...eureka.Status) []eureka.Instance {
@@ -78,14 +76,7 @@ var driftDefaults = webhook.Defaults{RegistrarImage: "eurekube/registrar:2.0", C
 
 // springSyncer selects the webhook's Spring Boot test pod.
 func springSyncer(urls ...string) *v1alpha1.EurekaSyncer {
-	return &v1alpha1.EurekaSyncer{
-		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"},
-		Spec: v1alpha1.EurekaSyncerSpec{
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "orders"}},
-			Port:     intstr.FromString("http"),
-			Eureka:   v1alpha1.EurekaServers{ServiceURLs: urls},
-		},
-	}
+	return builders.Syncer("shop", "orders", builders.EurekaURLs(urls...))
 }
 
 // injected is the Spring Boot pod as the webhook admits it under s, ready.

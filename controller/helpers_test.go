@@ -22,6 +22,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/webhook"
 	"github.com/eurekube/eurekube/webhook/webhooktest"
@@ -48,14 +49,8 @@ func newNamespace(t testing.TB) string {
 
 func newSyncer(t testing.TB, ns, name string, urls ...string) *v1alpha1.EurekaSyncer {
 	t.Helper()
-	s := &v1alpha1.EurekaSyncer{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1alpha1.EurekaSyncerSpec{
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Port:     intstr.FromInt32(8080),
-			Eureka:   v1alpha1.EurekaServers{ServiceURLs: urls},
-		},
-	}
+	// By number: the pods podShape makes declare no port.
+	s := builders.Syncer(ns, name, builders.Port(intstr.FromInt32(8080)), builders.EurekaURLs(urls...))
 	if err := k8s.Create(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
@@ -141,13 +136,7 @@ func admitted(t *testing.T, s *v1alpha1.EurekaSyncer, name, ip string) *corev1.P
 // on its port 80, changed by edit.
 func newServiceSyncer(t *testing.T, ns, name, svc string, edit func(*v1alpha1.EurekaSyncerSpec)) *v1alpha1.EurekaSyncer {
 	t.Helper()
-	s := &v1alpha1.EurekaSyncer{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1alpha1.EurekaSyncerSpec{
-			Mode: v1alpha1.ModeService, Service: &v1alpha1.ServiceTarget{Name: svc}, Port: intstr.FromInt32(80),
-			Metadata: map[string]string{"zone": "k8s-1"},
-		},
-	}
+	s := builders.Syncer(ns, name, builders.ServiceMode(svc), builders.Port(intstr.FromInt32(80)), builders.Metadata(map[string]string{"zone": "k8s-1"}))
 	if edit != nil {
 		edit(&s.Spec)
 	}

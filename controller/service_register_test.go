@@ -6,12 +6,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/sidecar"
 )
 
@@ -31,10 +31,11 @@ func TestServiceInstanceID_IsUniquePerNamespaceAndClusterAndHasNoSlash(t *testin
 }
 
 func TestServiceInstances_CarryTheMarkersAndTheStatusOfTheEndpoints(t *testing.T) {
-	s := &v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"}, Spec: v1alpha1.EurekaSyncerSpec{
-		Mode: v1alpha1.ModeService, Service: &v1alpha1.ServiceTarget{Name: "orders-svc"}, Port: intstr.FromInt32(80),
-		Metadata: map[string]string{"zone": "eu-1", eureka.MetaCluster: "forged"}, Lease: v1alpha1.Lease{RenewalIntervalSeconds: 5, DurationSeconds: 15},
-	}}
+	s := builders.Syncer("shop", "orders", builders.ServiceMode("orders-svc"), builders.Port(intstr.FromInt32(80)),
+		builders.Metadata(map[string]string{"zone": "eu-1", eureka.MetaCluster: "forged"}),
+		func(s *v1alpha1.EurekaSyncer) {
+			s.Spec.Lease = v1alpha1.Lease{RenewalIntervalSeconds: 5, DurationSeconds: 15}
+		})
 	res := serviceResolution{addresses: []serviceAddress{{Host: "lb.example.com", Port: 80}}, readyEndpoints: 0}
 	insts := serviceInstances(s, res, "cluster-1")
 	if len(insts) != 1 {
@@ -65,9 +66,7 @@ func TestServiceInstances_CarryTheMarkersAndTheStatusOfTheEndpoints(t *testing.T
 
 func TestServiceInstances_AreSpringShapedAtTheServiceAddress(t *testing.T) {
 	syncer := func(mutate func(*v1alpha1.EurekaSyncerSpec)) *v1alpha1.EurekaSyncer {
-		s := &v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "shop"}, Spec: v1alpha1.EurekaSyncerSpec{
-			Mode: v1alpha1.ModeService, Service: &v1alpha1.ServiceTarget{Name: "orders"}, Port: intstr.FromString("http"),
-		}}
+		s := builders.Syncer("shop", "orders", builders.ServiceMode("orders")) // on the Service's port http
 		if mutate != nil {
 			mutate(&s.Spec)
 		}

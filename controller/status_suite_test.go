@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -79,13 +80,7 @@ func TestOverlap_TheNewerSyncerNamesTheOlderThatOwnsThePods(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	older := newSyncer(t, ns, "ledger")
-	newer := &v1alpha1.EurekaSyncer{
-		ObjectMeta: metav1.ObjectMeta{Name: "ledger-v2", Namespace: ns},
-		Spec: v1alpha1.EurekaSyncerSpec{
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "ledger"}}, // the same pods
-			Port:     older.Spec.Port,
-		},
-	}
+	newer := builders.Syncer(ns, "ledger-v2", builders.Selecting("ledger"), builders.Port(older.Spec.Port)) // the same pods
 	if err := k8s.Create(ctx, newer); err != nil {
 		t.Fatal(err)
 	}
