@@ -10,16 +10,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
 )
 
 func TestInject_OptedInPodMatchingASyncerComesBackInjected(t *testing.T) {
 	requireInjection(t)
 	ctx := testContext(t)
 	ns := optedInNamespace(ctx, t, "inject")
-	if err := suite.c.Create(ctx, syncer(ns, "orders", nil)); err != nil {
+	if err := suite.c.Create(ctx, builders.Syncer(ns, "orders")); err != nil {
 		t.Fatal(err)
 	}
-	pod := appPod(ns, "orders")
+	pod := builders.Pod(ns, "orders", builders.Restricted())
 	if err := suite.c.Create(ctx, pod); err != nil {
 		t.Fatalf("create pod: %v", err)
 	}
@@ -80,8 +81,8 @@ func TestInject_PodsMeantToFinishAreSkippedAndSaySo(t *testing.T) {
 	requireInjection(t)
 	ctx := testContext(t)
 	ns := optedInNamespace(ctx, t, "job")
-	createSyncer(t, syncer(ns, "orders", nil))
-	pod := appPod(ns, "orders")
+	createSyncer(t, builders.Syncer(ns, "orders"))
+	pod := builders.Pod(ns, "orders", builders.Restricted())
 	pod.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
 	if err := suite.c.Create(ctx, pod); err != nil {
 		t.Fatalf("create pod: %v", err)
@@ -112,29 +113,29 @@ func TestInject_LeavesPodsAloneThatAreNotOptedIn(t *testing.T) {
 	}{
 		{"namespace without the injection label", func(t *testing.T, _ *corev1.Pod) string {
 			ns := namespace(ctx, t, "plain", nil)
-			createSyncer(t, syncer(ns, "orders", nil))
+			createSyncer(t, builders.Syncer(ns, "orders"))
 			return ns
 		}},
 		{"pod labelled eurekube.io/inject=false", func(t *testing.T, pod *corev1.Pod) string {
 			ns := optedInNamespace(ctx, t, "opt-out")
-			createSyncer(t, syncer(ns, "orders", nil))
+			createSyncer(t, builders.Syncer(ns, "orders"))
 			pod.Labels[eurekubev1alpha1.InjectLabel] = "false"
 			return ns
 		}},
 		{"no syncer selects the pod", func(t *testing.T, _ *corev1.Pod) string {
 			ns := optedInNamespace(ctx, t, "unmatched")
-			createSyncer(t, syncer(ns, "payments", nil))
+			createSyncer(t, builders.Syncer(ns, "payments"))
 			return ns
 		}},
 		{"the manager's own namespace, even when labelled", func(t *testing.T, _ *corev1.Pod) string {
 			ensureNamespace(t, managerNamespace, map[string]string{eurekubev1alpha1.NamespaceInjectionLabel: "enabled"})
-			createSyncer(t, syncer(managerNamespace, "orders", func(s *eurekubev1alpha1.EurekaSyncer) { s.GenerateName, s.Name = "orders-", "" }))
+			createSyncer(t, builders.Syncer(managerNamespace, "orders", func(s *eurekubev1alpha1.EurekaSyncer) { s.GenerateName, s.Name = "orders-", "" }))
 			return managerNamespace
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := appPod("", "orders")
+			pod := builders.Pod("", "orders", builders.Restricted())
 			pod.Namespace = tc.setup(t, pod)
 			want := pod.DeepCopy()
 			if err := suite.c.Create(ctx, pod); err != nil {
@@ -169,7 +170,7 @@ func TestInject_DeniesAPodWithAnInvalidAnnotation(t *testing.T) {
 	requireInjection(t)
 	ctx := testContext(t)
 	ns := optedInNamespace(ctx, t, "deny")
-	createSyncer(t, syncer(ns, "orders", nil))
+	createSyncer(t, builders.Syncer(ns, "orders"))
 	cases := []struct {
 		annotation, value string
 		// allowed is part of the message that says what is allowed.
@@ -182,7 +183,7 @@ func TestInject_DeniesAPodWithAnInvalidAnnotation(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.annotation+"="+tc.value, func(t *testing.T) {
-			pod := appPod(ns, "orders")
+			pod := builders.Pod(ns, "orders", builders.Restricted())
 			pod.Annotations = map[string]string{tc.annotation: tc.value}
 			err := suite.c.Create(ctx, pod)
 			if err == nil {

@@ -14,12 +14,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/tests/harness"
 )
@@ -181,12 +181,12 @@ func startManager(ctx context.Context) (stop func(), err error) {
 // an informer, a moment after it is created.
 func waitForInjection(ctx context.Context) error {
 	ns := optedInNamespace(ctx, nil, "warm-up")
-	if err := suite.c.Create(ctx, syncer(ns, "warm-up", nil)); err != nil {
+	if err := suite.c.Create(ctx, builders.Syncer(ns, "warm-up")); err != nil {
 		return err
 	}
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		p := appPod(ns, "warm-up")
+		p := builders.Pod(ns, "warm-up", builders.Restricted())
 		if err := suite.c.Create(ctx, p, client.DryRunAll); err != nil {
 			if ctx.Err() == nil {
 				last = err
@@ -202,7 +202,8 @@ func waitForInjection(ctx context.Context) error {
 	return nil
 }
 
-// Builders of the objects the tests create.
+// Helpers of the tests; the syncers and pods they create come from
+// internal/builders.
 
 // optedInNamespace creates a namespace labelled for injection, with more
 // labels when given, and a name unique to the suite run. t may be nil.
@@ -223,40 +224,6 @@ func namespace(ctx context.Context, t testing.TB, prefix string, labels map[stri
 		t.Fatalf("create namespace: %v", err)
 	}
 	return ns.Name
-}
-
-// syncer selects the pods labelled app=<app> on port 8080.
-func syncer(ns, app string, mutate func(*eurekubev1alpha1.EurekaSyncer)) *eurekubev1alpha1.EurekaSyncer {
-	s := &eurekubev1alpha1.EurekaSyncer{
-		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns},
-	}
-	s.Spec.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
-	s.Spec.Port = intstr.FromInt32(8080)
-	if mutate != nil {
-		mutate(s)
-	}
-	return s
-}
-
-// appPod is a pod labelled app=<app> whose container serves port 8080 and
-// passes Pod Security "restricted".
-func appPod(ns, app string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: app + "-", Namespace: ns, Labels: map[string]string{"app": app}},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name:  "app",
-				Image: "example.com/" + app + ":1",
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-				SecurityContext: &corev1.SecurityContext{
-					RunAsNonRoot:             ptr(true),
-					AllowPrivilegeEscalation: ptr(false),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-				},
-			}},
-		},
-	}
 }
 
 // registrar returns the injected container, or nil.

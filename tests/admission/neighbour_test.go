@@ -22,6 +22,7 @@ import (
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -172,8 +173,8 @@ func createBesideTheNeighbour(t *testing.T, prefix, shape string, mutate func(*c
 	ctx := testContext(t)
 	startNeighbour(ctx, t)
 	ns := optedInNamespace(ctx, t, prefix)
-	createSyncer(t, syncer(ns, "orders", nil))
-	pod := appPod(ns, "orders")
+	createSyncer(t, builders.Syncer(ns, "orders"))
+	pod := builders.Pod(ns, "orders", builders.Restricted())
 	pod.Labels[neighbourLabel] = shape
 	if mutate != nil {
 		mutate(pod)

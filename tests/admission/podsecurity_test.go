@@ -8,16 +8,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
 )
 
 func TestInject_InjectedPodIsAdmittedUnderPodSecurityRestricted(t *testing.T) {
 	requireInjection(t)
 	ctx := testContext(t)
 	ns := optedInNamespace(ctx, t, "restricted", "pod-security.kubernetes.io/enforce", "restricted")
-	createSyncer(t, syncer(ns, "orders", nil))
+	createSyncer(t, builders.Syncer(ns, "orders"))
 
 	t.Run("a compliant app is admitted with the registrar beside it", func(t *testing.T) {
-		pod := appPod(ns, "orders")
+		pod := builders.Pod(ns, "orders", builders.Restricted())
 		if err := suite.c.Create(ctx, pod); err != nil {
 			t.Fatalf("Pod Security refused the injected pod: %v", err)
 		}
@@ -32,7 +33,7 @@ func TestInject_InjectedPodIsAdmittedUnderPodSecurityRestricted(t *testing.T) {
 	// An exec hook is drained through the helper: an init container and a
 	// volume more, which must pass Pod Security too.
 	t.Run("an app with an exec preStop is admitted with the drain helper", func(t *testing.T) {
-		pod := appPod(ns, "orders")
+		pod := builders.Pod(ns, "orders", builders.Restricted())
 		pod.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/app/flush"}}}}
 		if err := suite.c.Create(ctx, pod); err != nil {
 			t.Fatalf("Pod Security refused the injected pod with the drain helper: %v", err)
@@ -48,7 +49,7 @@ func TestInject_InjectedPodIsAdmittedUnderPodSecurityRestricted(t *testing.T) {
 	// Without this, the test above would also pass if Pod Security were
 	// not enforced at all.
 	t.Run("a non-compliant app is still refused", func(t *testing.T) {
-		pod := appPod(ns, "orders")
+		pod := builders.Pod(ns, "orders", builders.Restricted())
 		pod.Spec.Containers[0].SecurityContext = nil
 		err := suite.c.Create(ctx, pod)
 		if err == nil || !strings.Contains(err.Error(), "violates PodSecurity") {
@@ -66,15 +67,13 @@ func TestInject_EurekaCredentialsAndTLSAreFilesOfTheRegistrarUnderRestricted(t *
 	requireInjection(t)
 	ctx := testContext(t)
 	ns := optedInNamespace(ctx, t, "restricted-tls", "pod-security.kubernetes.io/enforce", "restricted")
-	createSyncer(t, syncer(ns, "ledger", func(s *eurekubev1alpha1.EurekaSyncer) {
-		s.Spec.Eureka.ServiceURLs = []string{"https://eureka.corp.example:8761/eureka"}
-		s.Spec.Eureka.CredentialsSecretRef = &corev1.LocalObjectReference{Name: "eureka-login"}
+	createSyncer(t, builders.Syncer(ns, "ledger", builders.EurekaURLs("https://eureka.corp.example:8761/eureka"), builders.Credentials("eureka-login"), func(s *eurekubev1alpha1.EurekaSyncer) {
 		s.Spec.Eureka.TLS = &eurekubev1alpha1.EurekaTLS{
 			CABundleRef:                &eurekubev1alpha1.CABundleRef{Name: "corp-ca"},
 			ClientCertificateSecretRef: &corev1.LocalObjectReference{Name: "eureka-client"},
 		}
 	}))
-	pod := appPod(ns, "ledger")
+	pod := builders.Pod(ns, "ledger", builders.Restricted())
 	if err := suite.c.Create(ctx, pod); err != nil {
 		t.Fatalf("Pod Security refused the injected pod with the Eureka files: %v", err)
 	}

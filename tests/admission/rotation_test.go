@@ -12,6 +12,7 @@ import (
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -47,8 +48,8 @@ func TestWebhook_ServesARotatedCertificateWithoutARestart(t *testing.T) {
 	// The API server, which trusts the CA only, keeps calling the webhook.
 	ctx := testContext(t)
 	ns := optedInNamespace(ctx, t, "rotated")
-	createSyncer(t, syncer(ns, "orders", nil))
-	pod := appPod(ns, "orders")
+	createSyncer(t, builders.Syncer(ns, "orders"))
+	pod := builders.Pod(ns, "orders", builders.Restricted())
 	if err := suite.c.Create(ctx, pod); err != nil {
 		t.Fatalf("create a pod after the rotation: %v", err)
 	}

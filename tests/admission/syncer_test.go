@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
 )
 
 func TestSyncer_TheAPIServerRefusesInvalidSpecsWithAClearMessage(t *testing.T) {
@@ -57,7 +58,7 @@ func TestSyncer_TheAPIServerRefusesInvalidSpecsWithAClearMessage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := syncer(ns, "orders", tc.mutate)
+			s := builders.Syncer(ns, "orders", tc.mutate)
 			err := suite.c.Create(ctx, s)
 			if err == nil {
 				t.Fatalf("the API server accepted a syncer with %s", tc.name)
@@ -73,7 +74,7 @@ func TestSyncer_TheAPIServerRefusesInvalidSpecsWithAClearMessage(t *testing.T) {
 		})
 	}
 	t.Run("a valid syncer is accepted, Pod mode and Serve by default", func(t *testing.T) {
-		s := syncer(ns, "orders", nil)
+		s := builders.Syncer(ns, "orders")
 		if err := suite.c.Create(ctx, s); err != nil {
 			t.Fatalf("a valid syncer was refused: %v", err)
 		}
@@ -82,7 +83,7 @@ func TestSyncer_TheAPIServerRefusesInvalidSpecsWithAClearMessage(t *testing.T) {
 		}
 	})
 	t.Run("mode cannot change", func(t *testing.T) {
-		s := syncer(ns, "billing", nil)
+		s := builders.Syncer(ns, "billing")
 		if err := suite.c.Create(ctx, s); err != nil {
 			t.Fatal(err)
 		}
@@ -97,9 +98,8 @@ func TestSyncer_TheAPIServerRefusesInvalidSpecsWithAClearMessage(t *testing.T) {
 		}
 	})
 	t.Run("a valid Service-mode syncer in Standby is accepted", func(t *testing.T) {
-		s := syncer(ns, "catalog", func(s *eurekubev1alpha1.EurekaSyncer) {
-			s.Spec.Mode, s.Spec.Traffic, s.Spec.Selector = eurekubev1alpha1.ModeService, eurekubev1alpha1.TrafficStandby, metav1.LabelSelector{}
-			s.Spec.Service = &eurekubev1alpha1.ServiceTarget{Name: "catalog", Address: "catalog.example.com"}
+		s := builders.Syncer(ns, "catalog", builders.ServiceMode("catalog"), builders.Traffic(eurekubev1alpha1.TrafficStandby), func(s *eurekubev1alpha1.EurekaSyncer) {
+			s.Spec.Service.Address = "catalog.example.com"
 		})
 		if err := suite.c.Create(ctx, s); err != nil {
 			t.Fatalf("a valid Service-mode syncer was refused: %v", err)
