@@ -1,10 +1,8 @@
 package cluster
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -19,6 +17,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -59,76 +58,58 @@ const ServicePort = 80
 
 // objects are the app's namespace, syncer and Deployment.
 func (a App) objects(image string, eurekaURLs []string) (*corev1.Namespace, *v1alpha1.EurekaSyncer, *appsv1.Deployment) {
-	labels := map[string]string{"app": a.Name}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:   a.Namespace,
 		Labels: map[string]string{v1alpha1.NamespaceInjectionLabel: "enabled"},
 	}}
-	syncer := &v1alpha1.EurekaSyncer{
-		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace},
-		Spec: v1alpha1.EurekaSyncerSpec{
-			// Copies, each: a test's shape may add to the Deployment's.
-			Selector: metav1.LabelSelector{MatchLabels: maps.Clone(labels)},
-			Port:     intstr.FromString(cmp.Or(a.Port, "http")),
-			Metadata: a.Metadata,
-			Drain:    v1alpha1.Drain{PreStopSleepSeconds: a.DrainSeconds},
-			Eureka:   v1alpha1.EurekaServers{ServiceURLs: eurekaURLs},
-			Traffic:  a.Traffic,
+	opts := []builders.SyncerOption{builders.Metadata(a.Metadata), builders.EurekaURLs(eurekaURLs...), builders.Traffic(a.Traffic)}
+	if a.Port != "" {
+		opts = append(opts, builders.Port(intstr.FromString(a.Port)))
+	}
+	switch {
+	case a.LoadBalancerIP != "":
+		opts = append(opts, builders.ServiceMode(a.Name))
+	case a.DrainSeconds != nil:
+		opts = append(opts, builders.Drain(*a.DrainSeconds))
+	}
+	dep := builders.Deployment(a.Namespace, a.Name, a.Replicas, builders.Image(image), a.testApp)
+	// One new pod at a time, never fewer ready pods than asked for.
+	dep.Spec.Strategy = appsv1.DeploymentStrategy{
+		Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{
+			MaxSurge:       ptr.To(intstr.FromInt32(1)),
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 		},
 	}
-	var lifecycle *corev1.Lifecycle
+	return ns, builders.Syncer(a.Namespace, a.Name, opts...), dep
+}
+
+// testApp shapes the app's pods as the test app runs: its image answers
+// with the pod's name (POD_NAME) and is never pulled, it is ready once
+// /ready answers, runs as Pod Security "restricted" asks, with the app's
+// own preStop, and stops within 10 s of its SIGTERM.
+func (a App) testApp(p *corev1.Pod) {
+	p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](10)
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	c := &p.Spec.Containers[0]
+	c.ImagePullPolicy = corev1.PullNever
+	c.Env = []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
 	if a.PreStop != nil {
-		lifecycle = &corev1.Lifecycle{PreStop: a.PreStop}
+		c.Lifecycle = &corev1.Lifecycle{PreStop: a.PreStop}
 	}
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: a.Name, Namespace: a.Namespace, Labels: maps.Clone(labels)},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(a.Replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: maps.Clone(labels)},
-			// One new pod at a time, never fewer ready pods than asked for.
-			Strategy: appsv1.DeploymentStrategy{
-				Type: appsv1.RollingUpdateDeploymentStrategyType,
-				RollingUpdate: &appsv1.RollingUpdateDeployment{
-					MaxSurge:       ptr.To(intstr.FromInt32(1)),
-					MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-				},
-			},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(labels)},
-				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To[int64](10),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot:   ptr.To(true),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-					Containers: []corev1.Container{{
-						Name:            "app",
-						Image:           image,
-						ImagePullPolicy: corev1.PullNever,
-						Env: []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
-							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}},
-						Ports:     []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-						Lifecycle: lifecycle,
-						ReadinessProbe: &corev1.Probe{
-							ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}},
-							PeriodSeconds: 1,
-						},
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
-					}},
-				},
-			},
-		},
+	c.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString(builders.PortName)}},
+		PeriodSeconds: 1,
 	}
-	if a.LoadBalancerIP != "" {
-		syncer.Spec.Mode, syncer.Spec.Selector = v1alpha1.ModeService, metav1.LabelSelector{}
-		syncer.Spec.Service = &v1alpha1.ServiceTarget{Name: a.Name}
-		syncer.Spec.Drain = v1alpha1.Drain{}
+	c.SecurityContext = &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 	}
-	return ns, syncer, dep
 }
 
 // service is a Service-mode app's LoadBalancer Service.

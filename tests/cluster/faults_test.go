@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/webhook"
@@ -259,17 +260,10 @@ func review(t *testing.T, uid string, pod *corev1.Pod) []byte {
 
 // unscheduledPod is a pod of app, with annotations, that stays Pending.
 func unscheduledPod(app cluster.App, annotations map[string]string) *corev1.Pod {
-	return &corev1.Pod{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{GenerateName: app.Name + "-", Namespace: app.Namespace, Labels: map[string]string{"app": app.Name}, Annotations: annotations},
-		Spec: corev1.PodSpec{
-			NodeSelector: nowhere,
-			Containers: []corev1.Container{{
-				Name: "app", Image: c.Node.Image("testapp"),
-				Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
-			}},
-		},
-	}
+	p := builders.Pod(app.Namespace, app.Name, builders.Image(c.Node.Image("testapp")), builders.Annotations(annotations))
+	p.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	p.Spec.NodeSelector = nowhere
+	return p
 }
 
 // malformedCase is one request and what its answer must say.

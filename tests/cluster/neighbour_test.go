@@ -22,13 +22,13 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/cli"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
 )
@@ -160,14 +160,7 @@ func createNamespace(t *testing.T, name string, labels map[string]string) {
 // createSyncer creates a syncer selecting the pods labelled app=name.
 func createSyncer(t *testing.T, namespace, name string) {
 	t.Helper()
-	s := &v1alpha1.EurekaSyncer{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: v1alpha1.EurekaSyncerSpec{
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Port:     intstr.FromString("http"),
-			Eureka:   v1alpha1.EurekaServers{ServiceURLs: c.Peers.URLs()},
-		},
-	}
+	s := builders.Syncer(namespace, name, builders.EurekaURLs(c.Peers.URLs()...))
 	if err := c.Node.Client.Create(context.Background(), s); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}

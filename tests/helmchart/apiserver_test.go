@@ -12,11 +12,11 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -109,9 +109,7 @@ func uninstallAsTheJob(ctx context.Context, t *testing.T, cp *harness.ControlPla
 	if err := cp.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	syncer := &eurekubev1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: ns.Name}}
-	syncer.Spec.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "orders"}}
-	syncer.Spec.Port = intstr.FromString("http")
+	syncer := builders.Syncer(ns.Name, "orders")
 	if err := cp.Client.Create(ctx, syncer); err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/tests/node"
@@ -56,12 +56,7 @@ func TestLifecycle_PodsFollowARotatedEurekaPasswordWithoutARestart(t *testing.T)
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: "eurekube-eureka-credentials"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "eurekube-eureka-credentials"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: cluster.ManagerNamespace, Name: cluster.ManagerDeployment}}},
-		&v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: app.Name}, Spec: v1alpha1.EurekaSyncerSpec{
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": app.Name}},
-			Port:     intstr.FromString("http"),
-			Eureka:   v1alpha1.EurekaServers{ServiceURLs: []string{server.URL()}, CredentialsSecretRef: &corev1.LocalObjectReference{Name: creds.Name}},
-			Drain:    v1alpha1.Drain{PreStopSleepSeconds: app.DrainSeconds},
-		}},
+		builders.Syncer(app.Namespace, app.Name, builders.EurekaURLs(server.URL()), builders.Credentials(creds.Name), builders.Drain(*app.DrainSeconds)),
 	} {
 		if err := c.Node.Client.Create(ctx, obj); err != nil {
 			t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
