@@ -3,7 +3,11 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,12 +15,24 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	managerapp "github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
+	"github.com/eurekube/eurekube/tests/node"
+)
+
+// clientCacheSeconds is the Spring client's registry fetch interval and
+// LoadBalancer cache TTL; drainSeconds outlasts every cache (the package doc
+// has the sum).
+const (
+	clientCacheSeconds = 2
+	drainSeconds       = 10
 )
 
 // deploy creates the app's namespace, syncer and Deployment at once, as
@@ -145,4 +161,216 @@ func lastSeen(e eventsv1.Event) time.Time {
 		last = e.Series.LastObservedTime.Time
 	}
 	return last
+}
+
+// recorder is an HTTP server on the node's address that records when each
+// pod's own hook called it: /hook/<kind>, naming the pod in X-Pod (exec
+// hooks through the test app) or by its source IP (httpGet hooks).
+type recorder struct {
+	port int
+	mu   sync.Mutex
+	seen map[string]time.Time // kind/who → first call
+}
+
+func startRecorder(t *testing.T) *recorder {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(node.NodeIP, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{port: ln.Addr().(*net.TCPAddr).Port, seen: map[string]time.Time{}}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		kind := strings.TrimPrefix(req.URL.Path, "/hook/")
+		who := req.Header.Get("X-Pod")
+		if who == "" {
+			who, _, _ = net.SplitHostPort(req.RemoteAddr)
+		}
+		r.mu.Lock()
+		if _, ok := r.seen[kind+"/"+who]; !ok {
+			r.seen[kind+"/"+who] = time.Now()
+		}
+		r.mu.Unlock()
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return r
+}
+
+func (r *recorder) url(kind string) string {
+	return "http://" + net.JoinHostPort(node.NodeIP, strconv.Itoa(r.port)) + "/hook/" + kind
+}
+
+func (r *recorder) first(kind, who string) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	at, ok := r.seen[kind+"/"+who]
+	return at, ok
+}
+
+// settle waits until Eureka lists exactly the app's ready pods.
+func settle(t *testing.T, app cluster.App, timeout time.Duration) cluster.View {
+	t.Helper()
+	var v cluster.View
+	harness.Eventually(t, timeout, fmt.Sprintf("Eureka lists exactly the %d ready pods of %s", app.Replicas, app.Name), func() error {
+		var err error
+		if v, err = c.Look(context.Background(), app); err != nil {
+			return err
+		}
+		return v.Settled(int(app.Replicas))
+	})
+	return v
+}
+
+// rolledKey is a pod template annotation; changing it rolls every pod,
+// as kubectl rollout restart does.
+const rolledKey = "eurekube.test/rolled"
+
+func rollout(t *testing.T, app cluster.App) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, rolledKey, time.Now().Format(time.RFC3339Nano))
+	dep := &appsv1.Deployment{}
+	dep.Name, dep.Namespace = app.Name, app.Namespace
+	if err := c.Node.Client.Patch(context.Background(), dep, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFirstRolled waits until the first pod of the new template exists.
+func waitFirstRolled(t *testing.T, app cluster.App) {
+	t.Helper()
+	harness.Eventually(t, time.Minute, "the first pod of the new template exists", func() error {
+		v, err := c.Look(context.Background(), app)
+		if err != nil {
+			return err
+		}
+		for _, p := range v.Pods {
+			if p.Annotations[rolledKey] != "" {
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d pods", len(v.Pods))
+	})
+}
+
+// waitRolledOut waits until every pod of the app (terminating ones
+// included) is of the new template and Eureka lists exactly the ready ones.
+func waitRolledOut(t *testing.T, app cluster.App, timeout time.Duration) []string {
+	t.Helper()
+	var ready []string
+	harness.Eventually(t, timeout, app.Name+" rolled out", func() error {
+		v, err := c.Look(context.Background(), app)
+		if err != nil {
+			return err
+		}
+		for _, p := range v.Pods {
+			if p.Annotations[rolledKey] == "" {
+				return fmt.Errorf("pod %s is of the old template", p.Name)
+			}
+		}
+		if err := v.Settled(int(app.Replicas)); err != nil {
+			return err
+		}
+		ready = v.ReadyPods
+		return nil
+	})
+	return ready
+}
+
+func startClient(t *testing.T, service string) *harness.SpringClient {
+	t.Helper()
+	sc, err := harness.StartSpringClient(context.Background(), harness.SpringClientOptions{
+		EurekaURL: c.Peers.DefaultZone(), Service: service, CacheSeconds: clientCacheSeconds, LogDir: t.TempDir(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sc.Stop() })
+	return sc
+}
+
+// waitAnswered waits until every one of pods has answered the client since
+// the reading since.
+func waitAnswered(t *testing.T, sc *harness.SpringClient, since harness.SpringStats, pods []string) {
+	t.Helper()
+	harness.Eventually(t, time.Minute, fmt.Sprintf("the Spring client called each of %v by name", pods), func() error {
+		s, err := sc.Stats(context.Background())
+		if err != nil {
+			return err
+		}
+		d := s.Since(since)
+		for _, p := range pods {
+			if d.ByInstance[p] == 0 {
+				return fmt.Errorf("no call reached %s yet (answered: %v, failed %d)", p, d.ByInstance, d.Failed)
+			}
+		}
+		return nil
+	})
+}
+
+func scaleDeployment(t *testing.T, namespace, name string, replicas int32) {
+	t.Helper()
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if err := c.Node.Client.Patch(context.Background(), dep, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitView waits until the syncer's status, as kubectl get esync shows it,
+// describes the current spec and passes check.
+func waitView(t *testing.T, app cluster.App, what string, check func(v1alpha1.EurekaSyncerStatus) error) {
+	t.Helper()
+	harness.Eventually(t, 3*time.Minute, what, func() error {
+		var s v1alpha1.EurekaSyncer
+		if err := c.Node.Client.Get(context.Background(), client.ObjectKey{Namespace: app.Namespace, Name: app.Name}, &s); err != nil {
+			return err
+		}
+		if s.Status.ObservedGeneration != s.Generation {
+			return fmt.Errorf("status of generation %d, spec is %d", s.Status.ObservedGeneration, s.Generation)
+		}
+		return check(s.Status)
+	})
+}
+
+func trafficApplied(st v1alpha1.EurekaSyncerStatus, reason string) error {
+	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionTrafficApplied)
+	if c == nil || c.Status != "True" || c.Reason != reason {
+		return fmt.Errorf("TrafficApplied is %+v, want True/%s", c, reason)
+	}
+	return nil
+}
+
+func readyPods(t *testing.T, app cluster.App) []string {
+	t.Helper()
+	v, err := c.Look(context.Background(), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.ReadyPods
+}
+
+// waitManagerReady waits until both manager replicas are ready again: the
+// tests that kill one or lose the node end with it, as the next tests need
+// both.
+func waitManagerReady(t *testing.T) {
+	t.Helper()
+	harness.Eventually(t, 3*time.Minute, "both manager replicas ready", func() error {
+		var dep appsv1.Deployment
+		if err := c.Node.Client.Get(context.Background(), client.ObjectKey{Namespace: cluster.ManagerNamespace, Name: cluster.ManagerDeployment}, &dep); err != nil {
+			return err
+		}
+		if dep.Status.ReadyReplicas != 2 {
+			return fmt.Errorf("%d ready", dep.Status.ReadyReplicas)
+		}
+		return nil
+	})
+}
+
+func podsOf(t *testing.T, app cluster.App) []corev1.Pod {
+	t.Helper()
+	v, err := c.Look(context.Background(), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.Pods
 }

@@ -2,19 +2,12 @@ package cluster_test
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"net/http"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,14 +16,6 @@ import (
 	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/tests/node"
-)
-
-// clientCacheSeconds is the Spring client's registry fetch interval and
-// LoadBalancer cache TTL; drainSeconds outlasts every cache (the package doc
-// has the sum).
-const (
-	clientCacheSeconds = 2
-	drainSeconds       = 10
 )
 
 // Every pod shape keeps every call answered through a rolling update: the
@@ -134,148 +119,4 @@ func TestRollingUpdate_EveryPreStopKindNoCallFails(t *testing.T) {
 			}
 		})
 	}
-}
-
-// recorder is an HTTP server on the node's address that records when each
-// pod's own hook called it: /hook/<kind>, naming the pod in X-Pod (exec
-// hooks through the test app) or by its source IP (httpGet hooks).
-type recorder struct {
-	port int
-	mu   sync.Mutex
-	seen map[string]time.Time // kind/who → first call
-}
-
-func startRecorder(t *testing.T) *recorder {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(node.NodeIP, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &recorder{port: ln.Addr().(*net.TCPAddr).Port, seen: map[string]time.Time{}}
-	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		kind := strings.TrimPrefix(req.URL.Path, "/hook/")
-		who := req.Header.Get("X-Pod")
-		if who == "" {
-			who, _, _ = net.SplitHostPort(req.RemoteAddr)
-		}
-		r.mu.Lock()
-		if _, ok := r.seen[kind+"/"+who]; !ok {
-			r.seen[kind+"/"+who] = time.Now()
-		}
-		r.mu.Unlock()
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return r
-}
-
-func (r *recorder) url(kind string) string {
-	return "http://" + net.JoinHostPort(node.NodeIP, strconv.Itoa(r.port)) + "/hook/" + kind
-}
-
-func (r *recorder) first(kind, who string) (time.Time, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	at, ok := r.seen[kind+"/"+who]
-	return at, ok
-}
-
-// settle waits until Eureka lists exactly the app's ready pods.
-func settle(t *testing.T, app cluster.App, timeout time.Duration) cluster.View {
-	t.Helper()
-	var v cluster.View
-	harness.Eventually(t, timeout, fmt.Sprintf("Eureka lists exactly the %d ready pods of %s", app.Replicas, app.Name), func() error {
-		var err error
-		if v, err = c.Look(context.Background(), app); err != nil {
-			return err
-		}
-		return v.Settled(int(app.Replicas))
-	})
-	return v
-}
-
-// rolledKey is a pod template annotation; changing it rolls every pod,
-// as kubectl rollout restart does.
-const rolledKey = "eurekube.test/rolled"
-
-func rollout(t *testing.T, app cluster.App) {
-	t.Helper()
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, rolledKey, time.Now().Format(time.RFC3339Nano))
-	dep := &appsv1.Deployment{}
-	dep.Name, dep.Namespace = app.Name, app.Namespace
-	if err := c.Node.Client.Patch(context.Background(), dep, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitFirstRolled waits until the first pod of the new template exists.
-func waitFirstRolled(t *testing.T, app cluster.App) {
-	t.Helper()
-	harness.Eventually(t, time.Minute, "the first pod of the new template exists", func() error {
-		v, err := c.Look(context.Background(), app)
-		if err != nil {
-			return err
-		}
-		for _, p := range v.Pods {
-			if p.Annotations[rolledKey] != "" {
-				return nil
-			}
-		}
-		return fmt.Errorf("none among %d pods", len(v.Pods))
-	})
-}
-
-// waitRolledOut waits until every pod of the app (terminating ones
-// included) is of the new template and Eureka lists exactly the ready ones.
-func waitRolledOut(t *testing.T, app cluster.App, timeout time.Duration) []string {
-	t.Helper()
-	var ready []string
-	harness.Eventually(t, timeout, app.Name+" rolled out", func() error {
-		v, err := c.Look(context.Background(), app)
-		if err != nil {
-			return err
-		}
-		for _, p := range v.Pods {
-			if p.Annotations[rolledKey] == "" {
-				return fmt.Errorf("pod %s is of the old template", p.Name)
-			}
-		}
-		if err := v.Settled(int(app.Replicas)); err != nil {
-			return err
-		}
-		ready = v.ReadyPods
-		return nil
-	})
-	return ready
-}
-
-func startClient(t *testing.T, service string) *harness.SpringClient {
-	t.Helper()
-	sc, err := harness.StartSpringClient(context.Background(), harness.SpringClientOptions{
-		EurekaURL: c.Peers.DefaultZone(), Service: service, CacheSeconds: clientCacheSeconds, LogDir: t.TempDir(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sc.Stop() })
-	return sc
-}
-
-// waitAnswered waits until every one of pods has answered the client since
-// the reading since.
-func waitAnswered(t *testing.T, sc *harness.SpringClient, since harness.SpringStats, pods []string) {
-	t.Helper()
-	harness.Eventually(t, time.Minute, fmt.Sprintf("the Spring client called each of %v by name", pods), func() error {
-		s, err := sc.Stats(context.Background())
-		if err != nil {
-			return err
-		}
-		d := s.Since(since)
-		for _, p := range pods {
-			if d.ByInstance[p] == 0 {
-				return fmt.Errorf("no call reached %s yet (answered: %v, failed %d)", p, d.ByInstance, d.Failed)
-			}
-		}
-		return nil
-	})
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,39 +93,6 @@ func setTraffic(t *testing.T, app cluster.App, traffic v1alpha1.Traffic) {
 	if err := c.Node.Client.Patch(context.Background(), s, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// waitView waits until the syncer's status, as kubectl get esync shows it,
-// describes the current spec and passes check.
-func waitView(t *testing.T, app cluster.App, what string, check func(v1alpha1.EurekaSyncerStatus) error) {
-	t.Helper()
-	harness.Eventually(t, 3*time.Minute, what, func() error {
-		var s v1alpha1.EurekaSyncer
-		if err := c.Node.Client.Get(context.Background(), client.ObjectKey{Namespace: app.Namespace, Name: app.Name}, &s); err != nil {
-			return err
-		}
-		if s.Status.ObservedGeneration != s.Generation {
-			return fmt.Errorf("status of generation %d, spec is %d", s.Status.ObservedGeneration, s.Generation)
-		}
-		return check(s.Status)
-	})
-}
-
-func trafficApplied(st v1alpha1.EurekaSyncerStatus, reason string) error {
-	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionTrafficApplied)
-	if c == nil || c.Status != "True" || c.Reason != reason {
-		return fmt.Errorf("TrafficApplied is %+v, want True/%s", c, reason)
-	}
-	return nil
-}
-
-func readyPods(t *testing.T, app cluster.App) []string {
-	t.Helper()
-	v, err := c.Look(context.Background(), app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v.ReadyPods
 }
 
 // callsWithoutPods waits until the client has made a run of calls (at

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -130,23 +129,6 @@ func TestRollingUpdate_ManagerLeaderKilledNoCallFails(t *testing.T) {
 	}
 
 	waitManagerReady(t)
-}
-
-// waitManagerReady waits until both manager replicas are ready again: the
-// tests that kill one or lose the node end with it, as the next tests need
-// both.
-func waitManagerReady(t *testing.T) {
-	t.Helper()
-	harness.Eventually(t, 3*time.Minute, "both manager replicas ready", func() error {
-		var dep appsv1.Deployment
-		if err := c.Node.Client.Get(context.Background(), client.ObjectKey{Namespace: cluster.ManagerNamespace, Name: cluster.ManagerDeployment}, &dep); err != nil {
-			return err
-		}
-		if dep.Status.ReadyReplicas != 2 {
-			return fmt.Errorf("%d ready", dep.Status.ReadyReplicas)
-		}
-		return nil
-	})
 }
 
 // The control: the same rollout and the same client with no drain. The

@@ -128,15 +128,6 @@ func TestServiceMode_CalledByNameThroughARolloutAndALeaderKill(t *testing.T) {
 	waitManagerReady(t)
 }
 
-func podsOf(t *testing.T, app cluster.App) []corev1.Pod {
-	t.Helper()
-	v, err := c.Look(context.Background(), app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v.Pods
-}
-
 // serviceInstance waits until the peer tests read through lists the app's
 // one instance: an address registered before the load balancer's (the
 // NodePort, while the Service had no ingress) is cancelled on the first

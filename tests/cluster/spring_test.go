@@ -225,15 +225,6 @@ func callsAnsweredBy(t *testing.T, sc *harness.SpringClient, since harness.Sprin
 	return d
 }
 
-func scaleDeployment(t *testing.T, namespace, name string, replicas int32) {
-	t.Helper()
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
-	if err := c.Node.Client.Patch(context.Background(), dep, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // An app that speaks no HTTP (a gRPC server, say) on its only port: it
 // registers without URLs and is UP only once its port accepts
 // connections; until then its instance is listed, but not UP.
