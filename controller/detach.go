@@ -225,6 +225,7 @@ func (r *Reconciler) releaseFinalizer(ctx context.Context, s *v1alpha1.EurekaSyn
 	}
 	r.detachClocks.stop(client.ObjectKeyFromObject(s))
 	r.drifts.forget(client.ObjectKeyFromObject(s))
+	r.selectors.forget(client.ObjectKeyFromObject(s))
 	forgetMetrics(s.Namespace, s.Name)
 	return nil
 }

@@ -73,7 +73,8 @@ func TestMain(m *testing.M) {
 		defer proxy.Close()
 		k8s = cp.Client
 		ctrl.SetLogger(logr.Discard())
-		mgr, err = ctrl.NewManager(cp.Config, ctrl.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+		mgr, err = ctrl.NewManager(cp.Config, ctrl.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+			Cache: controller.CacheOptions()}) // as the manager caches pods
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

@@ -76,7 +76,7 @@ var nodeReadinessChanged = predicate.Funcs{
 // syncers that injected pods running on it.
 func (r *Reconciler) syncersOfNode(ctx context.Context, obj client.Object) []reconcile.Request {
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.client.List(ctx, &pods, client.MatchingFields{podsByNode: obj.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		r.log.WithError(err).WithField("node", obj.GetName()).Warn("list pods for a node event")
 		return nil
 	}

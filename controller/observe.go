@@ -50,7 +50,7 @@ type observed struct {
 // failure to read the cache is an error; Eureka's is recorded in the
 // result. cl is nil when no client could be built.
 func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (observed, *eureka.Client, error) {
-	selector, err := s.PodSelector()
+	selector, err := r.selectors.of(s)
 	if err != nil {
 		return observed{}, nil, fmt.Errorf("selector: %w", err)
 	}
@@ -67,7 +67,7 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		// Pods injected by this syncer keep its registrar even when its
 		// selector no longer matches them.
 		var all corev1.PodList
-		if err := r.client.List(ctx, &all, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		if err := r.client.List(ctx, &all, client.InNamespace(s.Namespace), client.MatchingFields{podsBySyncer: s.Name}, client.UnsafeDisableDeepCopy); err != nil {
 			return observed{}, nil, fmt.Errorf("list pods: %w", err)
 		}
 		obs.detach.aliveRegistrarPods, obs.detach.registrarPods = registrarPodsOf(all.Items, s.Name)

@@ -95,6 +95,8 @@ type Reconciler struct {
 	// drifts: what the last count of each syncer's pods found they were
 	// injected with (registrars.go).
 	drifts *driftMemo
+	// selectors: each syncer's parsed pod selector (selectors.go).
+	selectors *selectors
 }
 
 // NewReconciler returns a reconciler using the manager's clients. Setup
@@ -121,6 +123,7 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 		leases:       newLeaseKeeper(o.Logger),
 		detachClocks: &detachClocks{},
 		drifts:       &driftMemo{},
+		selectors:    &selectors{},
 		clients: &clients{
 			reader: mgr.GetAPIReader(), grant: o.Grant, defaults: o.Defaults.EurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
 			log: o.Logger, observer: requestObserver{}, byKey: map[[32]byte]*eureka.RegistryCache{},
@@ -134,6 +137,9 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 // that injected it.
 func Setup(mgr manager.Manager, o Options) error {
 	r := NewReconciler(mgr, o)
+	if err := indexPods(context.Background(), mgr); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("eurekasyncer").
 		// Our own status writes need no reconcile; deletion bumps the
@@ -170,8 +176,8 @@ func (r *Reconciler) syncersOfPod(ctx context.Context, obj client.Object) []reco
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		s := &list.Items[i]
-		selects, err := s.Selects(podLabels)
-		if s.Name == injectedBy || (err == nil && selects) {
+		selector, err := r.selectors.of(s)
+		if s.Name == injectedBy || (err == nil && selector.Matches(podLabels)) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
 		}
 	}
@@ -191,6 +197,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.leases.forget(req.NamespacedName)
 			r.detachClocks.stop(req.NamespacedName)
 			r.drifts.forget(req.NamespacedName)
+			r.selectors.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}

@@ -186,7 +186,7 @@ type podTraffic struct {
 func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSyncer, traffic string) (podTraffic, error) {
 	out := podTraffic{lost: map[string]string{}, ready: map[string]bool{}}
 	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.client.List(ctx, &pods, client.InNamespace(s.Namespace), client.MatchingFields{podsBySyncer: s.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return out, fmt.Errorf("list pods: %w", err)
 	}
 	nodes, err := r.nodeFacts(ctx)

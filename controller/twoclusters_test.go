@@ -277,7 +277,7 @@ func (sd *side) counts(other *side) error {
 func startSecondCluster(t *testing.T, id string) client.Client {
 	t.Helper()
 	cp := harness.ControlPlaneT(t, harness.ControlPlaneOptions{})
-	m, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+	m, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controller.CacheOptions(),
 		// The suite's manager runs the same controller in this process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {

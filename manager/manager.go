@@ -14,7 +14,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -134,10 +133,8 @@ func managerOptions(cfg Config, scheme *runtime.Scheme, logger logr.Logger, getC
 	return ctrl.Options{
 		Scheme: scheme,
 		Logger: logger,
-		Cache: cache.Options{
-			// managedFields are most of a pod's bytes and nothing here reads them.
-			DefaultTransform: cache.TransformStripManagedFields(),
-		},
+		// managedFields stripped, pods trimmed to what the reconciler reads.
+		Cache: controller.CacheOptions(),
 		Client: client.Options{
 			// Secrets are read one at a time from the API server: caching
 			// them would need list and watch on every Secret of the cluster.

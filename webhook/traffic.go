@@ -21,7 +21,7 @@ const (
 	// zoneFileName holds the pod's zone label, which Kubernetes copies from
 	// its node when it binds the pod (the PodTopologyLabels admission
 	// plugin, on by default since 1.35) and the reconciler copies where
-	// that plugin is off (podZonePatch, controller/traffic.go).
+	// that plugin is off (podZonePatch, controller/nodes.go).
 	zoneFileName = "zone"
 )
 
