@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,3 +48,30 @@ func enabledNamespace() Namespace {
 // springPod is webhooktest's Spring Boot pod, named as a ReplicaSet names
 // it.
 func springPod() *corev1.Pod { return webhooktest.SpringBootPod("shop", "orders-7d9f8-abcde") }
+
+// inject runs what the handler runs, without I/O.
+func inject(t *testing.T, pod *corev1.Pod, syncers ...v1alpha1.EurekaSyncer) *corev1.Pod {
+	t.Helper()
+	r := Inject(pod, enabledNamespace(), syncers, testDefaults)
+	if r.Denied != "" {
+		t.Fatal(r.Denied)
+	}
+	return r.Pod
+}
+
+func withPreStop(hook *corev1.LifecycleHandler) func() *corev1.Pod {
+	return func() *corev1.Pod {
+		p := springPod()
+		p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: hook}
+		return p
+	}
+}
+
+func hasVolume(pod *corev1.Pod, name string) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == name {
+			return true
+		}
+	}
+	return false
+}

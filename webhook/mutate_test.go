@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
@@ -21,105 +20,6 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/")
-
-func TestParseAnnotations_AcceptsEveryDocumentedOverride(t *testing.T) {
-	o, err := ParseAnnotations(map[string]string{
-		v1alpha1.AnnotationAppName:                   "orders-v2",
-		v1alpha1.AnnotationPort:                      "8081",
-		v1alpha1.AnnotationPreStopSleep:              "20",
-		v1alpha1.AnnotationHealthPath:                "/ready",
-		v1alpha1.AnnotationSidecarCPU:                "50m",
-		v1alpha1.AnnotationSidecarMemory:             "48Mi",
-		v1alpha1.AnnotationMetadataPrefix + "zone":   "zone-b",
-		v1alpha1.AnnotationMetadataPrefix + "canary": "true",
-		"unrelated.example/annotation":               "anything",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.AppName != "orders-v2" || o.PreStopSleep == nil || *o.PreStopSleep != 20 || o.Metadata["zone"] != "zone-b" || o.Metadata["canary"] != "true" {
-		t.Fatalf("overrides = %+v", o)
-	}
-}
-
-func TestParseAnnotations_DeniesBadValuesNamingKeyValueAndAllowed(t *testing.T) {
-	for _, tc := range []struct {
-		key, value, allowed string
-	}{
-		{v1alpha1.AnnotationPort, "0", "1 to 65535"},
-		{v1alpha1.AnnotationPort, "Not_A_Name", "port name"},
-		{v1alpha1.AnnotationPreStopSleep, "-1", ""},
-		{v1alpha1.AnnotationPreStopSleep, "ten", ""},
-		{v1alpha1.AnnotationAppName, "-orders", "letters"},
-		{v1alpha1.AnnotationHealthPath, "ready", "/"},
-		{v1alpha1.AnnotationSidecarMemory, "lots", ""},
-		{v1alpha1.AnnotationInject, "maybe", "true"},
-		{v1alpha1.AnnotationMetadataPrefix + "bad key", "v", ""},
-		{v1alpha1.AnnotationPrefix + "app-nmae", "orders", "no such annotation"},
-	} {
-		t.Run(tc.key+"="+tc.value, func(t *testing.T) {
-			_, err := ParseAnnotations(map[string]string{tc.key: tc.value})
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			msg := err.Error()
-			if !strings.Contains(msg, tc.key) || !strings.Contains(msg, tc.value) || !strings.Contains(msg, tc.allowed) {
-				t.Fatalf("error %q does not name the key, the value and %q", msg, tc.allowed)
-			}
-		})
-	}
-}
-
-func TestDecide_ReasonsForEveryOutcome(t *testing.T) {
-	orders := syncer("orders", time.Hour)
-	deleting := syncer("old", 2*time.Hour)
-	now := metav1.Now()
-	deleting.DeletionTimestamp = &now
-	withLabel := func(k, v string) *corev1.Pod { p := springPod(); p.Labels[k] = v; return p }
-	withAnnotation := func(k, v string) *corev1.Pod {
-		p := springPod()
-		p.Annotations = map[string]string{k: v}
-		return p
-	}
-	injected := springPod()
-	injected.Spec.Containers = append(injected.Spec.Containers, corev1.Container{Name: v1alpha1.RegistrarContainerName})
-	for _, tc := range []struct {
-		name    string
-		pod     *corev1.Pod
-		ns      Namespace
-		syncers []v1alpha1.EurekaSyncer
-		want    Reason
-	}{
-		{"excluded namespace", springPod(), Namespace{Excluded: true, Labels: enabledNamespace().Labels}, []v1alpha1.EurekaSyncer{orders}, ReasonNamespaceExcluded},
-		{"namespace not labelled", springPod(), Namespace{}, []v1alpha1.EurekaSyncer{orders}, ReasonNamespaceNotEnabled},
-		{"opted out by label", withLabel(v1alpha1.InjectLabel, "false"), enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, ReasonOptedOut},
-		{"opted out by annotation", withAnnotation(v1alpha1.AnnotationInject, "false"), enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, ReasonOptedOut},
-		{"already injected", injected, enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, ReasonAlreadyInjected},
-		{"no matching syncer", withLabel("app", "billing"), enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, ReasonNoMatchingSyncer},
-		{"only a deleting syncer", springPod(), enabledNamespace(), []v1alpha1.EurekaSyncer{deleting}, ReasonSyncerDeleting},
-		{"invalid annotation", withAnnotation(v1alpha1.AnnotationPort, "0"), enabledNamespace(), []v1alpha1.EurekaSyncer{orders}, ReasonInvalidAnnotation},
-		{"matching syncer", springPod(), enabledNamespace(), []v1alpha1.EurekaSyncer{orders, deleting}, ReasonInjected},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d := Decide(tc.pod, tc.ns, tc.syncers)
-			if d.Reason != tc.want || d.Inject != (tc.want == ReasonInjected) {
-				t.Fatalf("decision = %s (inject %v), want %s", d.Reason, d.Inject, tc.want)
-			}
-		})
-	}
-}
-
-func TestDecide_OldestSyncerWinsAndTheOthersAreNamed(t *testing.T) {
-	young := syncer("young", time.Minute)
-	old := syncer("old", time.Hour)
-	d := Decide(springPod(), enabledNamespace(), []v1alpha1.EurekaSyncer{young, old})
-	if !d.Inject || d.Syncer.Name != "old" {
-		t.Fatalf("winner = %v", d.Syncer)
-	}
-	if len(d.Warnings) != 1 || !strings.Contains(d.Warnings[0], "young") {
-		t.Fatalf("warnings = %q, want one naming the ignored syncer", d.Warnings)
-	}
-}
 
 func TestMutate_EveryHookKindIsComposedWithTheDrain(t *testing.T) {
 	const helper = "/eurekube-drain/eurekube-drain"
@@ -253,45 +153,12 @@ func TestMutate_DrainZeroIsRecorded(t *testing.T) {
 	}
 }
 
-func TestDecide_PodsMeantToFinishAreSkippedNamingTheSyncer(t *testing.T) {
-	orders := syncer("orders", time.Hour)
-	for _, policy := range []corev1.RestartPolicy{corev1.RestartPolicyNever, corev1.RestartPolicyOnFailure} {
-		pod := springPod()
-		pod.Spec.RestartPolicy = policy
-		d := Decide(pod, enabledNamespace(), []v1alpha1.EurekaSyncer{orders})
-		if d.Inject || d.Reason != ReasonMeantToFinish || d.Syncer == nil || d.Syncer.Name != "orders" || d.Skipped == nil || d.Skipped.Reason != v1alpha1.AdaptationMeantToFinish {
-			t.Fatalf("%s: decision = %s (inject %v)", policy, d.Reason, d.Inject)
-		}
-		if len(d.Warnings) != 1 || !strings.Contains(d.Warnings[0], string(policy)) {
-			t.Errorf("%s: warnings = %q", policy, d.Warnings)
-		}
-	}
-}
-
 func TestMutate_UnknownPortNameIsAnError(t *testing.T) {
 	s := syncer("orders", time.Hour)
 	pod := springPod()
 	pod.Spec.Containers[0].Ports[0].Name = "web"
 	if _, _, err := Mutate(pod, Config{Syncer: &s, Defaults: testDefaults}); err == nil || !strings.Contains(err.Error(), "http") {
 		t.Fatalf("err = %v, want one naming the missing port http", err)
-	}
-}
-
-// inject runs what the handler runs, without I/O.
-func inject(t *testing.T, pod *corev1.Pod, syncers ...v1alpha1.EurekaSyncer) *corev1.Pod {
-	t.Helper()
-	r := Inject(pod, enabledNamespace(), syncers, testDefaults)
-	if r.Denied != "" {
-		t.Fatal(r.Denied)
-	}
-	return r.Pod
-}
-
-func withPreStop(hook *corev1.LifecycleHandler) func() *corev1.Pod {
-	return func() *corev1.Pod {
-		p := springPod()
-		p.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: hook}
-		return p
 	}
 }
 
@@ -368,13 +235,4 @@ func TestMutate_GoldenPods(t *testing.T) {
 			}
 		})
 	}
-}
-
-func hasVolume(pod *corev1.Pod, name string) bool {
-	for _, v := range pod.Spec.Volumes {
-		if v.Name == name {
-			return true
-		}
-	}
-	return false
 }
