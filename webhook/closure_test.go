@@ -371,28 +371,6 @@ func containerNamed(p *corev1.Pod, name string) *corev1.Container {
 	return nil
 }
 
-func opsOf(ops any) string {
-	raw, _ := json.Marshal(ops)
-	return string(raw)
-}
-
-// A Windows pod is skipped and says why: the registrar and the drain are
-// Linux containers.
-func TestDecide_WindowsPodsAreSkippedSayingWhy(t *testing.T) {
-	pod := springPod()
-	pod.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
-	r := Inject(pod, enabledNamespace(), []v1alpha1.EurekaSyncer{syncer("orders", time.Hour)}, testDefaults)
-	if r.Inject || r.Denied != "" || r.Reason != ReasonUnsupportedOS {
-		t.Fatalf("reason %s, denied %q, want skipped as %s", r.Reason, r.Denied, ReasonUnsupportedOS)
-	}
-	if got := r.Pod.Annotations[v1alpha1.StatusAnnotation]; got != v1alpha1.StatusSkipped {
-		t.Fatalf("status %q, want %q", got, v1alpha1.StatusSkipped)
-	}
-	if !strings.Contains(r.Pod.Annotations[v1alpha1.AdaptationsAnnotation], string(v1alpha1.AdaptationUnsupportedOS)) {
-		t.Fatalf("adaptations %s do not say why", r.Pod.Annotations[v1alpha1.AdaptationsAnnotation])
-	}
-}
-
 // A pod injected offline (eurekube inject) while its syncer said Serve,
 // applied after the syncer turned Standby, registers as the syncer says
 // now: the traffic annotation the registrar reads follows the syncer.

@@ -76,3 +76,20 @@ func TestDecide_PodsMeantToFinishAreSkippedNamingTheSyncer(t *testing.T) {
 		}
 	}
 }
+
+// A Windows pod is skipped and says why: the registrar and the drain are
+// Linux containers.
+func TestDecide_WindowsPodsAreSkippedSayingWhy(t *testing.T) {
+	pod := springPod()
+	pod.Spec.OS = &corev1.PodOS{Name: corev1.Windows}
+	r := Inject(pod, enabledNamespace(), []v1alpha1.EurekaSyncer{syncer("orders", time.Hour)}, testDefaults)
+	if r.Inject || r.Denied != "" || r.Reason != ReasonUnsupportedOS {
+		t.Fatalf("reason %s, denied %q, want skipped as %s", r.Reason, r.Denied, ReasonUnsupportedOS)
+	}
+	if got := r.Pod.Annotations[v1alpha1.StatusAnnotation]; got != v1alpha1.StatusSkipped {
+		t.Fatalf("status %q, want %q", got, v1alpha1.StatusSkipped)
+	}
+	if !strings.Contains(r.Pod.Annotations[v1alpha1.AdaptationsAnnotation], string(v1alpha1.AdaptationUnsupportedOS)) {
+		t.Fatalf("adaptations %s do not say why", r.Pod.Annotations[v1alpha1.AdaptationsAnnotation])
+	}
+}

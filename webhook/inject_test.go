@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/sidecar"
 )
 
@@ -58,16 +58,6 @@ func twoContainersAndInit() *corev1.Pod {
 	return p
 }
 
-// applyPatch applies ops to raw as the API server does.
-func applyPatch(t *testing.T, raw []byte, ops []jsonpatch.Operation) []byte {
-	t.Helper()
-	patched, err := ApplyPatch(raw, ops)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return patched
-}
-
 // The registrar reads back the settings the webhook resolved: the env
 // contract has one rendering and one parser, sidecar's.
 func TestInject_TheRegistrarReadsWhatTheWebhookRenders(t *testing.T) {
@@ -89,32 +79,6 @@ func TestInject_TheRegistrarReadsWhatTheWebhookRenders(t *testing.T) {
 	if !equality.Semantic.DeepEqual(cfg, want) {
 		t.Fatalf("the registrar reads\n%+v\nwant\n%+v", cfg, want)
 	}
-}
-
-// registrarConfig is what the injected registrar of pod reads from its
-// environment, the downward API filled in as the kubelet would.
-func registrarConfig(t *testing.T, pod *corev1.Pod) sidecar.Config {
-	t.Helper()
-	registrar := pod.Spec.Containers[len(pod.Spec.Containers)-1]
-	kubelet := map[string]string{ // what the downward API gives
-		"metadata.name": "orders-1", "metadata.namespace": "shop", "metadata.uid": "u-1", "status.podIP": "10.0.0.7", "spec.nodeName": "node-1",
-	}
-	var env []sidecar.EnvVar
-	for _, e := range registrar.Env {
-		switch {
-		case e.ValueFrom == nil:
-			env = append(env, sidecar.EnvVar{Name: e.Name, Value: e.Value})
-		case e.ValueFrom.FieldRef != nil:
-			env = append(env, sidecar.EnvVar{Name: e.Name, Value: kubelet[e.ValueFrom.FieldRef.FieldPath]})
-		default:
-			t.Fatalf("env %s: unexpected source %+v", e.Name, e.ValueFrom)
-		}
-	}
-	cfg, err := sidecar.ParseEnv(sidecar.LookupIn(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
 }
 
 // encodePatch writes what Response.Complete would write from the same
@@ -283,5 +247,28 @@ func TestInject_PatchKeepsFieldsThisBuildDoesNotKnow(t *testing.T) {
 	}
 	if patchedApp["lifecycle"] == nil || len(patchedSpec["containers"].([]any)) != 2 {
 		t.Fatalf("the patch did not inject: %s", opsOf(r.Patch))
+	}
+}
+
+// The manager registers a Service-mode syncer's Service; no pod of its
+// namespace gets a registrar, whatever the syncer's selector holds.
+func TestInject_ServiceModeSyncerInjectsNoPod(t *testing.T) {
+	empty := syncer("orders-svc", time.Hour, builders.ServiceMode("orders"))
+	// The CRD refuses a selector in Service mode; one stored anyway
+	// (validation ratcheting, an edited CRD) still injects nothing.
+	selecting := syncer("orders-svc-selecting", time.Hour, builders.ServiceMode("orders"), builders.Selecting("orders"))
+	for name, s := range map[string]v1alpha1.EurekaSyncer{"empty selector": empty, "a selector": selecting} {
+		t.Run(name, func(t *testing.T) {
+			pod := springPod()
+			r := Inject(pod, enabledNamespace(), []v1alpha1.EurekaSyncer{s}, testDefaults)
+			if r.Inject || r.Reason != ReasonNoMatchingSyncer || len(r.Patch) != 0 || r.Pod != pod || v1alpha1.RunsRegistrar(r.Pod) {
+				t.Fatalf("inject %v, reason %s, %d patch operations: want the pod admitted as it is", r.Inject, r.Reason, len(r.Patch))
+			}
+		})
+	}
+	// Beside a Pod-mode syncer, the Pod-mode one registers the pod.
+	orders := syncer("orders", time.Minute)
+	if r := Inject(springPod(), enabledNamespace(), []v1alpha1.EurekaSyncer{selecting, orders}, testDefaults); !r.Inject || r.Syncer.Name != "orders" || len(r.Warnings) != 0 {
+		t.Fatalf("beside a Pod-mode syncer: inject %v by %v, warnings %q", r.Inject, r.Syncer, r.Warnings)
 	}
 }

@@ -161,20 +161,3 @@ func podInfoShowsZone(pod *corev1.Pod) bool {
 	}
 	return false
 }
-
-func TestParseAnnotations_BadManagementAndProtocolValuesSayWhy(t *testing.T) {
-	_, err := ParseAnnotations(map[string]string{
-		v1alpha1.AnnotationProtocol:       "udp",
-		v1alpha1.AnnotationManagementPort: "70000",
-		v1alpha1.AnnotationManagementPath: "actuator",
-	})
-	for _, want := range []string{
-		`annotation eurekube.io/management-base-path: invalid value "actuator": an absolute URL path starting with '/'`,
-		`annotation eurekube.io/management-port: invalid value "70000": a port number from 1 to 65535`,
-		`annotation eurekube.io/protocol: invalid value "udp": "HTTP" or "TCP"`,
-	} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("error %v\nwant it to say %s", err, want)
-		}
-	}
-}

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
-	"github.com/eurekube/eurekube/internal/builders"
 )
 
 func TestMutate_TrafficAnnotationIsTheSyncersAndOnlyTheRegistrarReadsIt(t *testing.T) {
@@ -77,28 +76,5 @@ func TestParseAnnotations_TrafficIsWhatEurekubeWrites(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), v1alpha1.TrafficAnnotation) || !strings.Contains(err.Error(), `"Serve", "Standby" or "Detached"`) {
 			t.Errorf("%s=%q: %v, want a denial naming the annotation and what is allowed", v1alpha1.TrafficAnnotation, v, err)
 		}
-	}
-}
-
-// The manager registers a Service-mode syncer's Service; no pod of its
-// namespace gets a registrar, whatever the syncer's selector holds.
-func TestInject_ServiceModeSyncerInjectsNoPod(t *testing.T) {
-	empty := syncer("orders-svc", time.Hour, builders.ServiceMode("orders"))
-	// The CRD refuses a selector in Service mode; one stored anyway
-	// (validation ratcheting, an edited CRD) still injects nothing.
-	selecting := syncer("orders-svc-selecting", time.Hour, builders.ServiceMode("orders"), builders.Selecting("orders"))
-	for name, s := range map[string]v1alpha1.EurekaSyncer{"empty selector": empty, "a selector": selecting} {
-		t.Run(name, func(t *testing.T) {
-			pod := springPod()
-			r := Inject(pod, enabledNamespace(), []v1alpha1.EurekaSyncer{s}, testDefaults)
-			if r.Inject || r.Reason != ReasonNoMatchingSyncer || len(r.Patch) != 0 || r.Pod != pod || v1alpha1.RunsRegistrar(r.Pod) {
-				t.Fatalf("inject %v, reason %s, %d patch operations: want the pod admitted as it is", r.Inject, r.Reason, len(r.Patch))
-			}
-		})
-	}
-	// Beside a Pod-mode syncer, the Pod-mode one registers the pod.
-	orders := syncer("orders", time.Minute)
-	if r := Inject(springPod(), enabledNamespace(), []v1alpha1.EurekaSyncer{selecting, orders}, testDefaults); !r.Inject || r.Syncer.Name != "orders" || len(r.Warnings) != 0 {
-		t.Fatalf("beside a Pod-mode syncer: inject %v by %v, warnings %q", r.Inject, r.Syncer, r.Warnings)
 	}
 }
