@@ -32,11 +32,6 @@ var testManagerFlags = []string{
 	"--cluster-id=cluster-uid-1",
 }
 
-func injectArgs(file string, more ...string) []string {
-	args := append([]string{"inject", "-f", file, "--syncers", "testdata/inject/syncers.yaml"}, testManagerFlags...)
-	return append(args, more...)
-}
-
 func TestInject_EachKindAsTheWebhookWouldAdmitIt(t *testing.T) {
 	for _, tc := range []struct {
 		kind, reason string
@@ -202,15 +197,6 @@ func TestInject_PodEqualsWhatTheWebhookHandlerAdmits(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readFile(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 func mustYAML(t *testing.T, v any) string {
