@@ -5,9 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/internal/builders"
@@ -197,45 +195,4 @@ func TestInject_DeniesAPodWithAnInvalidAnnotation(t *testing.T) {
 			}
 		})
 	}
-}
-
-func createSyncer(t *testing.T, s *eurekubev1alpha1.EurekaSyncer) {
-	t.Helper()
-	if err := suite.c.Create(testContext(t), s); err != nil {
-		t.Fatalf("create syncer: %v", err)
-	}
-}
-
-// ensureNamespace creates the namespace or sets its labels.
-func ensureNamespace(t *testing.T, name string, labels map[string]string) {
-	t.Helper()
-	ctx := testContext(t)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, suite.c, ns, func() error {
-		if ns.Labels == nil {
-			ns.Labels = map[string]string{}
-		}
-		for k, v := range labels {
-			ns.Labels[k] = v
-		}
-		return nil
-	}); err != nil {
-		t.Fatalf("namespace %s: %v", name, err)
-	}
-}
-
-func containerNames(p *corev1.Pod) []string {
-	var names []string
-	for _, c := range p.Spec.Containers {
-		names = append(names, c.Name)
-	}
-	return names
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
