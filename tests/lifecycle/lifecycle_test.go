@@ -140,35 +140,6 @@ func runHelm(t *testing.T, args ...string) {
 	}
 }
 
-func kubectl(t *testing.T, args ...string) {
-	t.Helper()
-	out, err := exec.Command(c.Node.Kubectl(), append([]string{"--kubeconfig", c.Node.Kubeconfig}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
-
-// runCLI runs the eurekube command line against the node and returns its
-// output; its exit code must be want.
-func runCLI(t *testing.T, want int, args ...string) string {
-	t.Helper()
-	cmd := exec.Command(eurekube, append(args, "--kubeconfig", c.Node.Kubeconfig)...)
-	out, err := cmd.CombinedOutput()
-	if code := cmd.ProcessState.ExitCode(); code != want {
-		t.Fatalf("eurekube %s exited %d (%v), want %d:\n%s", strings.Join(args, " "), code, err, want, out)
-	}
-	return string(out)
-}
-
-func waitInstalled(t *testing.T) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	if err := c.WaitInstalled(ctx); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func waitSettled(t *testing.T, app cluster.App) {
 	t.Helper()
 	harness.Eventually(t, 4*time.Minute, "Eureka lists every ready pod UP", func() error {
@@ -178,11 +149,6 @@ func waitSettled(t *testing.T, app cluster.App) {
 		}
 		return v.Settled(int(app.Replicas))
 	})
-}
-
-func getSyncer(ctx context.Context, key client.ObjectKey) (*v1alpha1.EurekaSyncer, error) {
-	var s v1alpha1.EurekaSyncer
-	return &s, c.Node.Client.Get(ctx, key, &s)
 }
 
 // waitRegistrarImage waits until the app's live pods are the ones the

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/tests/node"
@@ -68,4 +71,38 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	return code
+}
+
+func kubectl(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command(c.Node.Kubectl(), append([]string{"--kubeconfig", c.Node.Kubeconfig}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// runCLI runs the eurekube command line against the node and returns its
+// output; its exit code must be want.
+func runCLI(t *testing.T, want int, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(eurekube, append(args, "--kubeconfig", c.Node.Kubeconfig)...)
+	out, err := cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); code != want {
+		t.Fatalf("eurekube %s exited %d (%v), want %d:\n%s", strings.Join(args, " "), code, err, want, out)
+	}
+	return string(out)
+}
+
+func waitInstalled(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	if err := c.WaitInstalled(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getSyncer(ctx context.Context, key client.ObjectKey) (*v1alpha1.EurekaSyncer, error) {
+	var s v1alpha1.EurekaSyncer
+	return &s, c.Node.Client.Get(ctx, key, &s)
 }
