@@ -91,17 +91,3 @@ func TestCertificates_SelfManagedModeNeedsNoCertManager(t *testing.T) {
 		}
 	})
 }
-
-// allows reports whether rules grant verb on resource (of group), named
-// name ("" for a request without a name, such as create).
-func allows(rules []rbacv1.PolicyRule, group, resource, verb, name string) bool {
-	for _, r := range rules {
-		if !slices.Contains(r.APIGroups, group) || !slices.Contains(r.Resources, resource) || !slices.Contains(r.Verbs, verb) {
-			continue
-		}
-		if len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name) {
-			return true
-		}
-	}
-	return false
-}

@@ -6,9 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -198,3 +202,116 @@ func toYAML(v any) string {
 func fromUnstructured(u *unstructured.Unstructured, into any) error {
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
 }
+
+// allows reports whether rules grant verb on resource (of group), named
+// name ("" for a request without a name, such as create).
+func allows(rules []rbacv1.PolicyRule, group, resource, verb, name string) bool {
+	for _, r := range rules {
+		if !slices.Contains(r.APIGroups, group) || !slices.Contains(r.Resources, resource) || !slices.Contains(r.Verbs, verb) {
+			continue
+		}
+		if len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// diff lists where two decoded objects differ, by path: "manifests" is
+// manifests/default's value, "chart" the chart's.
+func diff(path string, manifests, chart any) []string {
+	if reflect.DeepEqual(normalize(manifests), normalize(chart)) {
+		return nil
+	}
+	mm, mok := manifests.(map[string]any)
+	cm, cok := chart.(map[string]any)
+	if mok && cok {
+		var out []string
+		for _, k := range unionKeys(mm, cm) {
+			out = append(out, diff(path+"."+k, mm[k], cm[k])...)
+		}
+		return out
+	}
+	ms, mok := manifests.([]any)
+	cs, cok := chart.([]any)
+	if mok && cok && len(ms) == len(cs) {
+		var out []string
+		for i := range ms {
+			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), ms[i], cs[i])...)
+		}
+		return out
+	}
+	return []string{fmt.Sprintf("%s:\nmanifests/: %s\nchart: %s", path, toYAML(manifests), toYAML(chart))}
+}
+
+func unionKeys(a, b map[string]any) []string {
+	var keys []string
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// normalize makes numbers comparable: kustomize decodes 5 as int64, Helm's
+// toYaml of a decoded file as float64 in some places.
+func normalize(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = normalize(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = normalize(e)
+		}
+		return out
+	case int64:
+		return float64(v)
+	case int:
+		return float64(v)
+	default:
+		return v
+	}
+}
+
+// notInNamespaces is the webhook's "kubernetes.io/metadata.name NotIn" list.
+func notInNamespaces(wh admissionregistrationv1.MutatingWebhook) []string {
+	if wh.NamespaceSelector == nil {
+		return nil
+	}
+	for _, e := range wh.NamespaceSelector.MatchExpressions {
+		if e.Key == "kubernetes.io/metadata.name" && e.Operator == "NotIn" {
+			return e.Values
+		}
+	}
+	return nil
+}
+
+// everythingOn turns on every optional part of the chart.
+const everythingOn = `
+certificates: {mode: self-managed}
+alerts: {enabled: true}
+metrics: {serviceMonitor: {enabled: true, interval: 30s}}
+credentialsNamespaces: [shop, billing]
+manager:
+  eurekaURLs: [http://eureka-0.eureka:8761/eureka, http://eureka-1.eureka:8761/eureka]
+  defaultDrainSeconds: 60
+  clusterID: prod-eu
+  resyncPeriod: 1m
+  eurekaTimeout: 3s
+  excludedNamespaces: [monitoring]
+  execSleepFallback: true
+  logLevel: debug
+  priorityClassName: system-cluster-critical
+`
+
+var hookAnnotation = "helm.sh/hook"

@@ -1,8 +1,6 @@
 package helmchart
 
 import (
-	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 	"testing"
@@ -38,8 +36,7 @@ var (
 	onlyInManifests = map[string]string{
 		"Namespace eurekube-system": "Helm installs into the release namespace and never owns it",
 	}
-	hookAnnotation = "helm.sh/hook"
-	defaultFlags   = []string{
+	defaultFlags = []string{
 		"--credentials-cluster-role=" + v1alpha1.EurekaAccessClusterRole,
 		"--webhook-configuration=" + manager.DefaultWebhookConfiguration,
 		"--webhook-service=" + manager.DefaultWebhookService,
@@ -138,70 +135,4 @@ func diffKeys(want, got map[string]*unstructured.Unstructured) (missing, extra [
 	sort.Strings(missing)
 	sort.Strings(extra)
 	return missing, extra
-}
-
-// diff lists where two decoded objects differ, by path: "manifests" is
-// manifests/default's value, "chart" the chart's.
-func diff(path string, manifests, chart any) []string {
-	if reflect.DeepEqual(normalize(manifests), normalize(chart)) {
-		return nil
-	}
-	mm, mok := manifests.(map[string]any)
-	cm, cok := chart.(map[string]any)
-	if mok && cok {
-		var out []string
-		for _, k := range unionKeys(mm, cm) {
-			out = append(out, diff(path+"."+k, mm[k], cm[k])...)
-		}
-		return out
-	}
-	ms, mok := manifests.([]any)
-	cs, cok := chart.([]any)
-	if mok && cok && len(ms) == len(cs) {
-		var out []string
-		for i := range ms {
-			out = append(out, diff(fmt.Sprintf("%s[%d]", path, i), ms[i], cs[i])...)
-		}
-		return out
-	}
-	return []string{fmt.Sprintf("%s:\nmanifests/: %s\nchart: %s", path, toYAML(manifests), toYAML(chart))}
-}
-
-func unionKeys(a, b map[string]any) []string {
-	var keys []string
-	for k := range a {
-		keys = append(keys, k)
-	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// normalize makes numbers comparable: kustomize decodes 5 as int64, Helm's
-// toYaml of a decoded file as float64 in some places.
-func normalize(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(v))
-		for k, e := range v {
-			out[k] = normalize(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = normalize(e)
-		}
-		return out
-	case int64:
-		return float64(v)
-	case int:
-		return float64(v)
-	default:
-		return v
-	}
 }

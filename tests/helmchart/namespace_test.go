@@ -95,16 +95,3 @@ func stringsContaining(v any, path, s string) []string {
 	}
 	return nil
 }
-
-// notInNamespaces is the webhook's "kubernetes.io/metadata.name NotIn" list.
-func notInNamespaces(wh admissionregistrationv1.MutatingWebhook) []string {
-	if wh.NamespaceSelector == nil {
-		return nil
-	}
-	for _, e := range wh.NamespaceSelector.MatchExpressions {
-		if e.Key == "kubernetes.io/metadata.name" && e.Operator == "NotIn" {
-			return e.Values
-		}
-	}
-	return nil
-}
