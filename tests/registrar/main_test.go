@@ -3,8 +3,11 @@
 package registrar_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -132,5 +135,47 @@ func statusIs(ctx context.Context, c *eureka.Client, p *pod, want eureka.Status)
 			return fmt.Errorf("status %s, want %s", inst.Status, want)
 		}
 		return nil
+	}
+}
+
+// metric reads one sample from the registrar's /metrics; 0 when absent.
+func metric(t testing.TB, p *pod, series string) float64 {
+	t.Helper()
+	addr, ok := p.env[sidecar.EnvListenAddr]
+	if !ok {
+		t.Fatal("no listen address")
+	}
+	return scrape(t, addr, series)
+}
+
+func failedRequests(t testing.TB, addr string) float64 {
+	return scrape(t, addr, `eurekube_registrar_registrations_total{result="error"}`)
+}
+
+func scrape(t testing.TB, addr, series string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 1<<20))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
+}
+
+func setTraffic(t *testing.T, file, content string) {
+	t.Helper()
+	// Written aside and renamed, as the kubelet swaps the volume's files.
+	if err := os.WriteFile(file+".new", []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(file+".new", file); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,17 +20,6 @@ func trafficFile(t *testing.T, content string) string {
 	file := filepath.Join(t.TempDir(), "traffic")
 	setTraffic(t, file, content)
 	return file
-}
-
-func setTraffic(t *testing.T, file, content string) {
-	t.Helper()
-	// Written aside and renamed, as the kubelet swaps the volume's files.
-	if err := os.WriteFile(file+".new", []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(file+".new", file); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // listedWith reads the instance straight from the registry.
