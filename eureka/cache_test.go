@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -307,4 +308,56 @@ func TestRegistry_ReadsALoneApplicationWrittenAsAnObject(t *testing.T) {
 	if got := reg.InstancesWithMetadata("orders", map[string]string{eureka.MetaSyncer: "orders"}); len(got) != 1 || got[0].Port != 8080 {
 		t.Fatalf("instances %+v", got)
 	}
+}
+
+// The real server's delta and hashcode are what the cache applies and
+// checks: after changes, it reads only the delta, and ends where a whole
+// read ends.
+func TestRegistryCache_FollowsTheRealServerThroughDeltas(t *testing.T) {
+	ops := &opCounter{ops: map[string]int{}}
+	c, err := eureka.New(eureka.Options{URLs: []string{realServer(t).URL()}, Timeout: requestTimeout, Observer: ops})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stays, goes, comes := testInstance("delta-app", "pod-stays"), testInstance("delta-app", "pod-goes"), testInstance("delta-app", "pod-comes")
+	for _, inst := range []eureka.Instance{stays, goes} {
+		if err := c.Register(ctx(t), inst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := eureka.NewRegistryCache(c, 100*time.Millisecond)
+	if _, err := cache.Registry(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cancel(ctx(t), goes.App, goes.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	comes.Status = eureka.StatusDown
+	if err := c.Register(ctx(t), comes); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	got, err := cache.Registry(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := c.Applications(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotIDs, wantIDs := sortedIDs(got.Instances("delta-app")), sortedIDs(want.Instances("delta-app")); gotIDs != wantIDs || got.Len() != want.Len() {
+		t.Fatalf("after a delta: %s (%d in all); a whole read: %s (%d in all)", gotIDs, got.Len(), wantIDs, want.Len())
+	}
+	if down := got.InstancesWithMetadata("delta-app", map[string]string{eureka.MetaPod: "pod-comes"}); len(down) != 1 || down[0].Status != eureka.StatusDown {
+		t.Fatalf("the instance that came: %+v", down)
+	}
+	if got := ops.String(); got != "map[applications:2 cancel:1 delta:1 register:3]" {
+		t.Fatalf("requests %s, want the cache's second read to be one delta (and the test's own whole read)", got)
+	}
+}
+
+func sortedIDs(insts []eureka.Instance) string {
+	out := ids(insts)
+	sort.Strings(out)
+	return strings.Join(out, ",")
 }
