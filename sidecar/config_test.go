@@ -90,43 +90,6 @@ func TestInstance_MarkersCannotBeForgedByUserMetadata(t *testing.T) {
 	}
 }
 
-func TestGate_NeedsThresholdsToFlip(t *testing.T) {
-	fail := errors.New("down")
-	g := NewGate(2, 3)
-	steps := []struct {
-		err  error
-		want bool
-	}{
-		{nil, false}, {nil, true}, // two successes to become healthy
-		{fail, true}, {fail, true}, {nil, true}, // a success resets the failures
-		{fail, true}, {fail, true}, {fail, false}, // three failures in a row
-		{nil, false}, {nil, true},
-	}
-	for i, s := range steps {
-		if got := g.Observe(s.err); got != s.want {
-			t.Fatalf("step %d: healthy = %v, want %v", i, got, s.want)
-		}
-	}
-}
-
-func TestBackoff_NeverWaitsPastOneRenewalInterval(t *testing.T) {
-	for _, tc := range []struct{ renewal, retryMax time.Duration }{
-		{30 * time.Second, 30 * time.Second},
-		{5 * time.Second, 2 * time.Second},
-		{time.Second, time.Minute},
-	} {
-		r := &Registrar{cfg: Config{RenewalInterval: tc.renewal, RetryMax: tc.retryMax}}
-		b := r.newBackoff()
-		longest := time.Duration(0)
-		for range 50 {
-			longest = max(longest, b.NextBackOff())
-		}
-		if limit := min(tc.retryMax*6/5, tc.renewal*9/10); longest > limit || longest < limit/2 {
-			t.Errorf("renewal %s, retry max %s: longest wait %s, want up to %s", tc.renewal, tc.retryMax, longest, limit)
-		}
-	}
-}
-
 func TestEnv_ParsesBackToTheSameConfig(t *testing.T) {
 	for name, env := range map[string]map[string]string{
 		"defaults": validEnv(),

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/eurekube/eurekube/certs"
 	"github.com/eurekube/eurekube/eureka"
@@ -146,26 +145,5 @@ func TestClients_TrustTheMountedCAAndFollowItsRotation(t *testing.T) {
 	}
 	if answered.Load() != 2 {
 		t.Fatalf("server answered %d requests, want 2", answered.Load())
-	}
-}
-
-// A server restarted with a rotated password: first unreachable, then 401
-// after 401. The log says both, once each: the refusal is news even in the
-// middle of an outage, as its fix is the pod's credentials.
-func TestOutageLog_SaysWhenEurekaStartsRefusingTheCredentials(t *testing.T) {
-	log, hook := logtest.NewNullLogger()
-	refused := &eureka.RequestError{Method: "PUT", URL: "http://eureka/eureka/apps/A/1", StatusCode: http.StatusUnauthorized}
-	down := &eureka.RequestError{Method: "PUT", URL: "http://eureka/eureka/apps/A/1", Err: errors.New("connection refused")}
-	var o outageLog
-	for _, err := range []error{down, down, refused, refused, refused} {
-		o.failed(log, err)
-	}
-	var got []string
-	for _, e := range hook.AllEntries() {
-		got = append(got, e.Message)
-	}
-	want := []string{"eureka unreachable; retrying with backoff", "eureka refused the credentials; retrying with backoff"}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("logged %q, want %q", got, want)
 	}
 }

@@ -2,14 +2,18 @@ package sidecar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 
 	"github.com/eurekube/eurekube/eureka"
 )
@@ -110,5 +114,44 @@ func TestRegistrar_ARegistrationUnderWayAtShutdownCannotOutliveTheCancel(t *test
 	defer server.mu.Unlock()
 	if status, ok := server.holds[cfg.InstanceID()]; ok {
 		t.Fatalf("after shutdown the registry still lists %s as %s: the registration landed after the cancel", cfg.InstanceID(), status)
+	}
+}
+
+func TestBackoff_NeverWaitsPastOneRenewalInterval(t *testing.T) {
+	for _, tc := range []struct{ renewal, retryMax time.Duration }{
+		{30 * time.Second, 30 * time.Second},
+		{5 * time.Second, 2 * time.Second},
+		{time.Second, time.Minute},
+	} {
+		r := &Registrar{cfg: Config{RenewalInterval: tc.renewal, RetryMax: tc.retryMax}}
+		b := r.newBackoff()
+		longest := time.Duration(0)
+		for range 50 {
+			longest = max(longest, b.NextBackOff())
+		}
+		if limit := min(tc.retryMax*6/5, tc.renewal*9/10); longest > limit || longest < limit/2 {
+			t.Errorf("renewal %s, retry max %s: longest wait %s, want up to %s", tc.renewal, tc.retryMax, longest, limit)
+		}
+	}
+}
+
+// A server restarted with a rotated password: first unreachable, then 401
+// after 401. The log says both, once each: the refusal is news even in the
+// middle of an outage, as its fix is the pod's credentials.
+func TestOutageLog_SaysWhenEurekaStartsRefusingTheCredentials(t *testing.T) {
+	log, hook := logtest.NewNullLogger()
+	refused := &eureka.RequestError{Method: "PUT", URL: "http://eureka/eureka/apps/A/1", StatusCode: http.StatusUnauthorized}
+	down := &eureka.RequestError{Method: "PUT", URL: "http://eureka/eureka/apps/A/1", Err: errors.New("connection refused")}
+	var o outageLog
+	for _, err := range []error{down, down, refused, refused, refused} {
+		o.failed(log, err)
+	}
+	var got []string
+	for _, e := range hook.AllEntries() {
+		got = append(got, e.Message)
+	}
+	want := []string{"eureka unreachable; retrying with backoff", "eureka refused the credentials; retrying with backoff"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("logged %q, want %q", got, want)
 	}
 }
