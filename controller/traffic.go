@@ -204,7 +204,7 @@ func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSynce
 		}
 		out.ready[string(p.UID)] = podReady(p)
 		var patch podPatch
-		if p.Annotations[v1alpha1.TrafficAnnotation] != traffic {
+		if trafficPatchNeeded(p, traffic) {
 			patch.Metadata.Annotations = map[string]string{v1alpha1.TrafficAnnotation: traffic}
 		}
 		if zone, ok := podZonePatch(p, nodes.zone); ok {
@@ -224,6 +224,19 @@ func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSynce
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// trafficPatchNeeded says whether the pod's eurekube.io/traffic annotation
+// must change to say traffic. A pod without the annotation (injected by a
+// release before spec.traffic) has an empty traffic file, which its
+// registrar reads as Serve: under Serve it needs no patch, so the first
+// pass after an upgrade does not write every pod of the cluster.
+func trafficPatchNeeded(p *corev1.Pod, traffic string) bool {
+	current, set := p.Annotations[v1alpha1.TrafficAnnotation]
+	if !set && traffic == string(v1alpha1.TrafficServe) {
+		return false
+	}
+	return current != traffic
 }
 
 // podPatch is a JSON merge patch of a pod's labels and annotations.
