@@ -28,6 +28,8 @@ type Environment struct {
 	Etcd       string `json:"etcd"`
 	Eureka     string `json:"eureka"`
 	Commit     string `json:"commit"`
+	// Dirty: the tree had uncommitted changes to tracked files.
+	Dirty bool `json:"dirty,omitempty"`
 
 	// Load is what else ran: the load average and busy processes outside
 	// the run, sampled at the start and at the end of each phase.
@@ -69,6 +71,7 @@ func DescribeEnvironment(root string) Environment {
 		e.Commit = strings.TrimSpace(string(out))
 		if out, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(out)) > 0 {
 			e.Commit += " (with uncommitted changes)"
+			e.Dirty = true
 		}
 	}
 	for _, p := range []*string{&e.CPU, &e.Kernel, &e.Java, &e.Etcd, &e.Commit} {

@@ -1,9 +1,15 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,7 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eurekube/eurekube/certs"
+	eurekubemanager "github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/tests/harness"
+	"github.com/eurekube/eurekube/webhook"
 )
 
 // The bench runs the manager binary as a process on this machine against a
@@ -47,7 +55,7 @@ type managerOptions struct {
 // metrics.
 type manager struct {
 	*harness.Process
-	webhookPort, metricsPort int
+	webhookPort, metricsPort, pprofPort int
 }
 
 // startManager starts the manager and waits until /readyz passes (webhook
@@ -55,24 +63,17 @@ type manager struct {
 func startManager(ctx context.Context, o managerOptions) (*manager, error) {
 	m := &manager{}
 	var healthPort int
-	for _, p := range []*int{&m.webhookPort, &m.metricsPort, &healthPort} {
+	for _, p := range []*int{&m.webhookPort, &m.metricsPort, &healthPort, &m.pprofPort} {
 		var err error
 		if *p, err = harness.FreePort(); err != nil {
 			return nil, fmt.Errorf("manager: %w", err)
 		}
 	}
-	args := []string{
-		"--registrar-image=" + benchRegistrarImage,
-		"--cert-dir=" + o.CertDir,
-		"--webhook-host=127.0.0.1",
-		"--webhook-port=" + strconv.Itoa(m.webhookPort),
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(m.metricsPort),
-		"--metrics-secure=false",
-		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(healthPort),
-		"--resync-period=" + o.ResyncPeriod.String(),
-		"--leader-elect=false",
-		"--eureka-url=" + strings.Join(o.EurekaURLs, ","),
-		"--cluster-id=" + o.ClusterID,
+	args := o.args(m.webhookPort, m.metricsPort, healthPort)
+	if hasFlag(o.Binary, "--pprof-bind-address") { // an older manager may lack it
+		args = append(args, "--pprof-bind-address=127.0.0.1:"+strconv.Itoa(m.pprofPort))
+	} else {
+		m.pprofPort = 0
 	}
 	env := []string{"KUBECONFIG=" + o.Kubeconfig, "POD_NAMESPACE=" + managerNamespace}
 	var err error
@@ -85,6 +86,64 @@ func startManager(ctx context.Context, o managerOptions) (*manager, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// args are the manager's command line.
+func (o managerOptions) args(webhookPort, metricsPort, healthPort int) []string {
+	return []string{
+		"--registrar-image=" + benchRegistrarImage,
+		"--cert-dir=" + o.CertDir,
+		"--webhook-host=127.0.0.1",
+		"--webhook-port=" + strconv.Itoa(webhookPort),
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metricsPort),
+		"--metrics-secure=false",
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(healthPort),
+		"--resync-period=" + o.ResyncPeriod.String(),
+		"--leader-elect=false",
+		"--eureka-url=" + strings.Join(o.EurekaURLs, ","),
+		"--cluster-id=" + o.ClusterID,
+	}
+}
+
+// webhookDefaults are what the manager started with o gives every
+// registrar it injects: read from the same flags by the manager's own code.
+func (o managerOptions) webhookDefaults() (webhook.Defaults, error) {
+	cfg, err := eurekubemanager.ParseFlags(o.args(1, 2, 3), io.Discard)
+	if err != nil {
+		return webhook.Defaults{}, fmt.Errorf("manager flags: %w", err)
+	}
+	return eurekubemanager.WebhookDefaults(cfg, o.ClusterID), nil
+}
+
+// hasFlag says whether binary's --help lists flag.
+func hasFlag(binary, flag string) bool {
+	out, _ := exec.Command(binary, "--help").CombinedOutput() // --help exits 0 or 2 by version
+	return bytes.Contains(out, []byte(flag))
+}
+
+// profile saves the manager's pprof profile kind (such as
+// "profile?seconds=30" or "heap") to file.
+func (m *manager) profile(ctx context.Context, kind, file string) error {
+	if m.pprofPort == 0 {
+		return errors.New("this manager has no --pprof-bind-address")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(m.pprofPort))+"/debug/pprof/"+kind, nil)
+	if err != nil {
+		return fmt.Errorf("pprof %s: %w", kind, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("pprof %s: %w", kind, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof %s: %s", kind, resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("pprof %s: %w", kind, err)
+	}
+	return os.WriteFile(file, data, 0o644)
 }
 
 // WebhookAddr is the webhook server's host:port (TLS).

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -40,7 +42,16 @@ type Options struct {
 	// WorkDir receives binaries, certificates and logs (default: a new
 	// temporary directory, kept for reading the logs).
 	WorkDir string
-	Log     logrus.FieldLogger
+	// Before is an older commit whose manager the reconciler's scenarios
+	// also measure, first, for the "before" figures (benchrun -before).
+	Before string
+	// Scenarios, when set, picks the reconciler's scenarios by id
+	// ("1000x20", "1000x20_upgrade").
+	Scenarios []string
+	// AllowDirty measures a tree with uncommitted changes; without it Run
+	// refuses, as its report would name a commit it did not measure.
+	AllowDirty bool
+	Log        logrus.FieldLogger
 }
 
 // Sizes are the counts and windows of a run.
@@ -74,11 +85,12 @@ func SizesFor(quick bool) Sizes {
 			{Name: "1 syncer × 5,000 pods", Namespaces: 1, SyncersPerNamespace: 1, PodsPerSyncer: 5000,
 				Targets: &ScaleTargets{TimeToRightSeconds: 10, PeakRSSMiB: 150}},
 			// Issue 17: the reconciler's cost independent of the number of
-			// syncers. Before: one read of its app per syncer per resync.
+			// syncers; issue 30: its time and memory re-measured.
 			{Name: "1,000 syncers × 20 pods", Namespaces: 50, SyncersPerNamespace: 20, PodsPerSyncer: 20,
-				Targets: &ScaleTargets{TimeToRightSeconds: 10, PeakRSSMiB: 300, RequestsPerResync: 2},
-				Before: &ScaleBefore{When: "one read of its app per syncer, measured by this phase in the week of issue 17",
-					TimeToRightSeconds: 23.8, PeakRSSMiB: 247, RequestsPerResync: 1001, MiBPerResync: 21.3}},
+				Targets: &ScaleTargets{TimeToRightSeconds: 10, PeakRSSMiB: 300, RequestsPerResync: 2}},
+			// Issue 30: the first pass after an upgrade from a release
+			// whose pods lack what the webhook writes now.
+			{Name: "1,000 syncers × 20 pods, after an upgrade", Namespaces: 50, SyncersPerNamespace: 20, PodsPerSyncer: 20, Upgrade: true},
 		},
 		ResyncPeriod: 10 * time.Second, ResyncsCounted: 6,
 	}
@@ -111,6 +123,9 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		sizes = *o.Sizes
 	}
 	r := &Results{Date: start, Quick: o.Quick, Environment: DescribeEnvironment(root)}
+	if r.Environment.Dirty && !o.AllowDirty {
+		return nil, fmt.Errorf("bench: the tree at %s has uncommitted changes: commit them first, so the report names the commit it measured (or allow it for development: benchrun -allow-dirty -out DIR)", r.Environment.Commit)
+	}
 	r.Environment.Load = append(r.Environment.Load, SampleLoad("start"))
 
 	eurekaDir := filepath.Join(o.WorkDir, "eureka")
@@ -129,6 +144,13 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
 	}
+	var before *BuiltManager
+	if o.Before != "" && slices.Contains(o.Phases, PhaseReconciler) {
+		if before, err = buildManagerAt(root, o.Before, o.WorkDir); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		o.Log.WithField("commit", before.Commit).Info("bench: the reconciler's scenarios measure this commit's manager too")
+	}
 	phases := map[string]func() error{
 		PhaseRegistrar: func() error {
 			return MeasureRegistrar(ctx, RegistrarOptions{Eureka: server, WorkDir: phaseDir(o.WorkDir, PhaseRegistrar),
@@ -140,9 +162,13 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 				HandlerClients: sizes.HandlerClients, Log: o.Log}, r)
 		},
 		PhaseReconciler: func() error {
+			so := ScaleOptions{Eureka: server, Manager: BuiltManager{Binary: managerBin, Commit: strings.Fields(r.Environment.Commit)[0]}, Before: before,
+				WorkDir: phaseDir(o.WorkDir, PhaseReconciler), ResyncPeriod: sizes.ResyncPeriod, ResyncsCounted: sizes.ResyncsCounted, Log: o.Log}
 			for _, sc := range sizes.Scale {
-				if err := MeasureScale(ctx, ScaleOptions{Eureka: server, ManagerBinary: managerBin, WorkDir: phaseDir(o.WorkDir, PhaseReconciler),
-					Scenario: sc, ResyncPeriod: sizes.ResyncPeriod, ResyncsCounted: sizes.ResyncsCounted, Log: o.Log}, r); err != nil {
+				if len(o.Scenarios) > 0 && !slices.Contains(o.Scenarios, scenarioID(sc)) {
+					continue
+				}
+				if err := MeasureScale(ctx, so, sc, r); err != nil {
 					return fmt.Errorf("%s: %w", sc.Name, err)
 				}
 			}
@@ -175,6 +201,31 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		return r, fmt.Errorf("bench: %d phase(s) failed (see %s): %v", len(r.Errors), filepath.Join(o.OutDir, "REPORT.md"), r.Errors)
 	}
 	return r, nil
+}
+
+// buildManagerAt builds ./cmd/manager as it was at rev, from a git
+// worktree of it in workDir.
+func buildManagerAt(root, rev, workDir string) (*BuiltManager, error) {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", rev+"^{commit}").Output()
+	if err != nil {
+		return nil, fmt.Errorf("commit %s: %w", rev, err)
+	}
+	commit := strings.TrimSpace(string(out))
+	tree := filepath.Join(workDir, "tree-"+commit)
+	if msg, err := exec.Command("git", "-C", root, "worktree", "add", "--detach", tree, commit).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("worktree of %s: %w\n%s", commit, err, msg)
+	}
+	bin := filepath.Join(workDir, "manager-"+commit)
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/manager")
+	cmd.Dir = tree
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build the manager of %s: %w\n%s", commit, err, msg)
+	}
+	if msg, err := exec.Command("git", "-C", root, "worktree", "remove", "--force", tree).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("remove the worktree of %s: %w\n%s", commit, err, msg)
+	}
+	return &BuiltManager{Binary: bin, Commit: commit}, nil
 }
 
 func phaseDir(workDir, phase string) string {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,15 +13,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
 	"github.com/eurekube/eurekube/eureka"
-	"github.com/eurekube/eurekube/sidecar"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/harness"
+	"github.com/eurekube/eurekube/webhook"
 )
 
 // Scenario is a shape of cluster for the reconciler: namespaces, syncers
@@ -30,11 +31,12 @@ import (
 type Scenario struct {
 	Name                                           string
 	Namespaces, SyncersPerNamespace, PodsPerSyncer int
+	// Upgrade: the pods were injected by a release before spec.traffic,
+	// without the eurekube.io/traffic annotation the reconciler keeps: the
+	// manager's first pass after an upgrade.
+	Upgrade bool
 	// Targets the issues set for this shape; nil: none.
 	Targets *ScaleTargets
-	// Before is what the same phase measured for this shape before the
-	// change its targets ask for; shown beside the figures.
-	Before *ScaleBefore
 }
 
 // ScaleTargets are the upper bounds of a scenario's figures; zero: no
@@ -45,13 +47,6 @@ type ScaleTargets struct {
 	RequestsPerResync  float64
 }
 
-// ScaleBefore is an earlier measurement of a scenario, and when it was
-// made.
-type ScaleBefore struct {
-	When                                                            string
-	TimeToRightSeconds, PeakRSSMiB, RequestsPerResync, MiBPerResync float64
-}
-
 // target is v as a target, or nil when v is zero.
 func target(v float64) *float64 {
 	if v == 0 {
@@ -60,24 +55,20 @@ func target(v float64) *float64 {
 	return Max(v)
 }
 
-// beforeNote says what b measured of one figure, for its anchor.
-func (b *ScaleBefore) note(what string) string {
-	if b == nil {
-		return ""
-	}
-	return fmt.Sprintf("; before (%s): %s", b.When, what)
-}
-
 func (s Scenario) syncers() int { return s.Namespaces * s.SyncersPerNamespace }
 func (s Scenario) pods() int    { return s.syncers() * s.PodsPerSyncer }
 
 // ScaleOptions configure MeasureScale.
 type ScaleOptions struct {
 	Eureka *harness.Eureka
-	// ManagerBinary is the built ./cmd/manager.
-	ManagerBinary string
-	WorkDir       string
-	Scenario      Scenario
+	// Manager is the manager measured: ./cmd/manager built from this tree.
+	Manager BuiltManager
+	// Before, when set, is the manager built at an older commit: each
+	// scenario with targets, and the upgrade, is measured with it first, on fixtures made the same way
+	// on a fresh control plane and registry, and its figures stand beside
+	// the new ones.
+	Before  *BuiltManager
+	WorkDir string
 	// ResyncPeriod is the manager's --resync-period; requests are counted
 	// over ResyncsCounted of them.
 	ResyncPeriod   time.Duration
@@ -85,148 +76,274 @@ type ScaleOptions struct {
 	Log            logrus.FieldLogger
 }
 
+// BuiltManager is a manager binary and the commit it was built from.
+type BuiltManager struct {
+	Binary, Commit string
+}
+
 const (
 	scaleClusterID = "bench-cluster"
 	scaleWorkers   = 16
-	scalePort      = 8080
 )
 
-// MeasureScale builds the scenario on a fresh control plane and an empty
-// Eureka registry — pods as the webhook and the kubelet leave them, their
-// instances as their registrars register them — then starts the manager
-// and measures how long until every syncer's status is right, its memory,
-// and its Eureka requests per resync.
-func MeasureScale(ctx context.Context, o ScaleOptions, r *Results) error {
-	sc := o.Scenario
-	log := o.Log.WithField("scenario", sc.Name)
-	dir := filepath.Join(o.WorkDir, fmt.Sprintf("%dx%d", sc.syncers(), sc.PodsPerSyncer))
+// benchNamespaceLabels label every namespace the bench's pods are created
+// in: opted in for injection.
+var benchNamespaceLabels = map[string]string{v1alpha1.NamespaceInjectionLabel: "enabled"}
+
+// scaleRun is what one manager measured in one scenario.
+type scaleRun struct {
+	commit string
+	// converged: manager start → every status right; readyz: start →
+	// /readyz.
+	converged, readyz time.Duration
+	// untilRight: the Eureka requests until every status was right.
+	untilRight Counts
+	// mem: after the resyncs counted; memRight: when every status was
+	// right.
+	mem, memRight Memory
+	// heapMiB: the Go heap in use after the resyncs counted.
+	heapMiB float64
+	// The steady-state window: requests and response bytes in it, and the
+	// resyncs it held.
+	window      Counts
+	windowBytes float64
+	resyncs     float64
+	writes      apiWrites
+	// cpu: what the processes of the run used until every status was right.
+	cpu           string
+	reconciles    float64 // until every status was right
+	reconcileSecs float64 // their summed duration
+	syncers, pods int
+}
+
+func (r scaleRun) perResync(c int64) float64 { return float64(c) / r.resyncs }
+
+// MeasureScale measures a scenario: with the older manager first when
+// o.Before is set, then with this tree's.
+func MeasureScale(ctx context.Context, o ScaleOptions, sc Scenario, r *Results) error {
+	var before *scaleRun
+	// The older manager is measured where it is compared: the scenarios
+	// with targets, and the upgrade.
+	if o.Before != nil && (sc.Targets != nil || sc.Upgrade) {
+		b, err := measureScaleOnce(ctx, o, sc, *o.Before)
+		if err != nil {
+			return fmt.Errorf("with the manager of %s: %w", o.Before.Commit, err)
+		}
+		before = &b
+	}
+	now, err := measureScaleOnce(ctx, o, sc, o.Manager)
+	if err != nil {
+		return err
+	}
+	addScaleFigures(r, o, sc, now, before)
+	return nil
+}
+
+// measureScaleOnce builds the scenario on a fresh control plane and an
+// empty Eureka registry — pods as the webhook injects them and the kubelet
+// leaves them, their instances as their registrars register them — then
+// starts the manager and measures how long until every syncer's status is
+// right, its memory, its writes, and its Eureka requests per resync.
+func measureScaleOnce(ctx context.Context, o ScaleOptions, sc Scenario, m BuiltManager) (scaleRun, error) {
+	run := scaleRun{commit: m.Commit, syncers: sc.syncers(), pods: sc.pods()}
+	log := o.Log.WithFields(logrus.Fields{"scenario": sc.Name, "commit": m.Commit})
+	dir := filepath.Join(o.WorkDir, fmt.Sprintf("%s-%s", scenarioID(sc), m.Commit))
 	certDir := filepath.Join(dir, "certs")
 	if _, err := certs.Bootstrap(certDir, certs.LocalHosts()); err != nil {
-		return fmt.Errorf("webhook certificate: %w", err)
+		return run, fmt.Errorf("webhook certificate: %w", err)
 	}
 	if err := o.Eureka.Restart(ctx); err != nil { // an empty registry
-		return fmt.Errorf("restart eureka: %w", err)
+		return run, fmt.Errorf("restart eureka: %w", err)
 	}
 	cp, err := harness.StartControlPlane(ctx, harness.ControlPlaneOptions{})
 	if err != nil {
-		return err
+		return run, err
 	}
 	defer func() { _ = cp.Stop() }()
 	k8s, err := unthrottledClient(cp)
 	if err != nil {
-		return err
+		return run, err
 	}
 	direct, err := eureka.New(eureka.Options{URLs: []string{o.Eureka.URL()}, Timeout: 10 * time.Second, Logger: o.Log})
 	if err != nil {
-		return err
+		return run, err
+	}
+	proxy, err := StartCountingProxy(o.Eureka.Addr())
+	if err != nil {
+		return run, err
+	}
+	defer proxy.Close()
+	mo := managerOptions{
+		Binary: m.Binary, Kubeconfig: cp.Kubeconfig, EurekaURLs: []string{proxy.URL()}, ClusterID: scaleClusterID,
+		ResyncPeriod: o.ResyncPeriod, CertDir: certDir, LogPath: filepath.Join(dir, "manager.log"),
+	}
+	defaults, err := mo.webhookDefaults()
+	if err != nil {
+		return run, err
 	}
 	setupStart := time.Now()
-	syncers, err := scaleFixtures(ctx, k8s, direct, sc)
+	f := &fixtures{k8s: k8s, eureka: direct, defaults: defaults, upgrade: sc.Upgrade}
+	syncers, err := f.create(ctx, sc)
 	if err != nil {
-		return err
+		return run, err
 	}
 	log.WithFields(logrus.Fields{"syncers": len(syncers), "pods": sc.pods(), "took": time.Since(setupStart).Round(time.Second)}).Info("pods created and registered; starting the manager")
 
-	proxy, err := StartCountingProxy(o.Eureka.Addr())
+	writes0, err := readAPIWrites(ctx, cp)
 	if err != nil {
-		return err
+		return run, err
 	}
-	defer proxy.Close()
 	start := time.Now()
-	m, err := startManager(ctx, managerOptions{
-		Binary: o.ManagerBinary, Kubeconfig: cp.Kubeconfig, EurekaURLs: []string{proxy.URL()}, ClusterID: scaleClusterID,
-		ResyncPeriod: o.ResyncPeriod, CertDir: certDir, LogPath: filepath.Join(dir, "manager.log"),
-	})
+	mgr, err := startManager(ctx, mo)
 	if err != nil {
-		return err
+		return run, err
 	}
-	defer func() { _ = m.Stop() }()
-	readyz := time.Since(start)
+	defer func() { _ = mgr.Stop() }()
+	run.readyz = time.Since(start)
+	procs := runProcesses(cp, o.Eureka.Addr(), mgr.Pid())
+	cpu0 := procs.read()
+	// A CPU profile of the first pass, for reading what it spent (its
+	// manager may predate the flag: then there is none).
+	profiled := make(chan error, 1)
+	go func() { profiled <- mgr.profile(ctx, "profile?seconds=20", filepath.Join(dir, "cpu.prof")) }()
+	// And what its goroutines wait for, at moments of the pass.
+	go func() {
+		for _, at := range []time.Duration{5 * time.Second, 15 * time.Second, 25 * time.Second} {
+			select {
+			case <-time.After(time.Until(start.Add(at))):
+				_ = mgr.profile(ctx, "goroutine?debug=1", filepath.Join(dir, fmt.Sprintf("goroutines-%s.txt", at)))
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	want := int32(sc.PodsPerSyncer)
-	if err := harness.Poll(ctx, 10*time.Minute, 100*time.Millisecond, "every syncer's status right", func() error {
-		return statusesRight(ctx, k8s, len(syncers), want)
-	}); err != nil {
-		return fmt.Errorf("%w (manager log %s)", err, m.LogPath())
-	}
-	converged := time.Since(start)
-	untilRight := proxy.Counts()
-	memRight, err := ReadMemory(m.Pid())
+	right, err := waitStatusesRight(ctx, cp, len(syncers), want, 10*time.Minute)
 	if err != nil {
-		return err
+		return run, fmt.Errorf("%w (manager log %s)", err, mgr.LogPath())
 	}
-	log.WithFields(logrus.Fields{"converged": converged, "readyz": readyz, "hwm_mib": MiB(memRight.HWMKiB)}).Info("every status right; counting Eureka requests per resync")
+	run.converged = right.Sub(start)
+	run.cpu = procs.describe(cpu0, procs.read(), time.Since(start)-run.readyz)
+	run.untilRight = proxy.Counts()
+	writes1, err := readAPIWrites(ctx, cp)
+	if err != nil {
+		return run, err
+	}
+	run.writes = writes1.sub(writes0)
+	if run.reconciles, run.reconcileSecs, err = reconcileTotals(mgr.MetricsURL()); err != nil {
+		return run, err
+	}
+	if run.memRight, err = ReadMemory(mgr.Pid()); err != nil {
+		return run, err
+	}
+	log.WithFields(logrus.Fields{"converged": run.converged, "readyz": run.readyz, "hwm_mib": MiB(run.memRight.HWMKiB), "writes": run.writes.total()}).Info("every status right; counting Eureka requests per resync")
 
 	before, bytesBefore := proxy.Counts(), proxy.ResponseBytes()
-	reconciles0, err := reconciles(m.MetricsURL())
+	reconciles0, err := reconciles(mgr.MetricsURL())
 	if err != nil {
-		return err
+		return run, err
 	}
 	select {
 	case <-time.After(time.Duration(o.ResyncsCounted) * o.ResyncPeriod): // the measurement window itself
 	case <-ctx.Done():
-		return ctx.Err()
+		return run, ctx.Err()
 	}
-	window, bytesInWindow := proxy.Counts().Sub(before), float64(proxy.ResponseBytes()-bytesBefore)
-	reconciles1, err := reconciles(m.MetricsURL())
+	run.window, run.windowBytes = proxy.Counts().Sub(before), float64(proxy.ResponseBytes()-bytesBefore)
+	reconciles1, err := reconciles(mgr.MetricsURL())
 	if err != nil {
-		return err
+		return run, err
 	}
 	// A resync reconciles every syncer once; the window holds about
 	// ResyncsCounted of them, but each syncer's period drifts by its own
 	// reconcile's length, so the manager's reconcile counter says how
 	// many there were.
-	resyncs := (reconciles1 - reconciles0) / float64(len(syncers))
-	if resyncs <= 0 {
-		return fmt.Errorf("no reconcile in %d resync periods", o.ResyncsCounted)
+	if run.resyncs = (reconciles1 - reconciles0) / float64(len(syncers)); run.resyncs <= 0 {
+		return run, fmt.Errorf("no reconcile in %d resync periods", o.ResyncsCounted)
 	}
 	if err := statusesRight(ctx, k8s, len(syncers), want); err != nil {
-		return fmt.Errorf("statuses after %d resyncs: %w", o.ResyncsCounted, err)
+		return run, fmt.Errorf("statuses after %d resyncs: %w", o.ResyncsCounted, err)
 	}
-	mem, err := ReadMemory(m.Pid())
-	if err != nil {
-		return err
+	if run.mem, err = ReadMemory(mgr.Pid()); err != nil {
+		return run, err
 	}
-	log.WithFields(logrus.Fields{"per_resync": float64(window.Total()) / resyncs, "resyncs": resyncs, "hwm_mib": MiB(mem.HWMKiB), "rss_mib": MiB(mem.RSSKiB)}).Info("scale scenario done")
+	if run.heapMiB, err = heapInUseMiB(mgr.MetricsURL()); err != nil {
+		return run, err
+	}
+	if err := errors.Join(<-profiled, mgr.profile(ctx, "heap", filepath.Join(dir, "heap.prof"))); err != nil {
+		log.WithError(err).Warn("no profile of this manager")
+	}
+	log.WithFields(logrus.Fields{"per_resync": run.perResync(run.window.Total()), "resyncs": run.resyncs, "hwm_mib": MiB(run.mem.HWMKiB), "rss_mib": MiB(run.mem.RSSKiB)}).Info("scale scenario done")
+	return run, nil
+}
 
+// addScaleFigures records a scenario's figures, each beside the older
+// manager's when it was measured, and each miss explained by what this
+// run measured.
+func addScaleFigures(r *Results, o ScaleOptions, sc Scenario, now scaleRun, before *scaleRun) {
 	var targets ScaleTargets
 	if sc.Targets != nil {
 		targets = *sc.Targets
 	}
-	var beforeTime, beforeRSS, beforeRequests string
-	if b := sc.Before; b != nil {
-		beforeTime = b.note(formatValue(b.TimeToRightSeconds) + " s")
-		beforeRSS = b.note(formatValue(b.PeakRSSMiB) + " MiB")
-		beforeRequests = b.note(fmt.Sprintf("%s requests and %s MiB of responses per resync", formatValue(b.RequestsPerResync), formatValue(b.MiBPerResync)))
+	beside := func(f func(scaleRun) string) string {
+		if before == nil {
+			return ""
+		}
+		return fmt.Sprintf("; at %s, measured in this run on the same fixtures: %s", before.commit, f(*before))
 	}
 	shape := fmt.Sprintf("%d namespace(s) × %d syncer(s) × %d pods", sc.Namespaces, sc.SyncersPerNamespace, sc.PodsPerSyncer)
+	made := "injected by this tree's webhook (webhook.Inject with the manager's own defaults, from the flags it is started with)"
+	if sc.Upgrade {
+		made = "injected by this tree's webhook, then stripped of the eurekube.io/traffic annotation, as a release before spec.traffic (08fc0e6) left them: the first pass after an upgrade"
+	}
+	id := "reconciler." + scenarioID(sc)
 	r.Add(Figure{
-		ID: "reconciler." + scenarioID(sc) + ".time_to_right", Section: SectionReconciler, Name: sc.Name + ": manager start → every status right",
-		Value: converged.Seconds(), Unit: "s", Target: target(targets.TimeToRightSeconds),
-		Anchor:   fmt.Sprintf("of which start → /readyz (caches synced, polled every 100 ms): %s s; %s Eureka requests until then%s", formatValue(readyz.Seconds()), formatValue(float64(untilRight.Total())), beforeTime),
-		Method:   fmt.Sprintf("%s created beforehand (%d pods in all, annotated and shaped as injected, Running and Ready with pod IPs through the status subresource), each pod's instance registered UP directly in an empty Eureka registry (fast profile) with the metadata the registrar sends (sidecar.Config.Instance); then the manager process starts (--resync-period %s, Eureka through a counting proxy) and every syncer is polled every 100 ms until observedGeneration, selected, injected, ready, registered and UP counts all equal the pods and Synced is True.", shape, sc.pods(), o.ResyncPeriod),
-		IfMissed: "the reconciler starts once its pod informer has listed every pod of the cluster; then each syncer's first reconcile reads its pods from the cache and its instances from the one registry read all syncers share, and writes a finalizer and a status: two API writes per syncer, 16 syncers at a time, on the API server that also answers the bench's poll (a list of every syncer each 100 ms) on this machine's shared cores",
+		ID: id + ".time_to_right", Section: SectionReconciler, Name: sc.Name + ": manager start → every status right",
+		Value: now.converged.Seconds(), Unit: "s", Target: target(targets.TimeToRightSeconds),
+		Anchor: fmt.Sprintf("of which start → /readyz (polled every 100 ms): %s s; until every status was right: %s",
+			formatValue(now.readyz.Seconds()), now.work()) + beside(func(b scaleRun) string {
+			return fmt.Sprintf("%s s (%s)", formatValue(b.converged.Seconds()), b.work())
+		}),
+		Method:   fmt.Sprintf("%s created beforehand (%d pods in all, %s, Running and Ready with pod IPs through the status subresource), each pod's instance registered UP directly in an empty Eureka registry (fast profile) from the settings its registrar container was given (webhook.InjectedSettings, sidecar.Config.Instance); then the manager process starts (--resync-period %s, Eureka through a counting proxy) and the syncers are watched until observedGeneration, selected, injected, ready, registered and UP counts all equal the pods and Synced is True. The manager's writes are the kube-apiserver's apiserver_request_total for write verbs between its start and that moment (nothing else writes then); its reconciles and their summed time are controller-runtime's controller_runtime_reconcile_total and controller_runtime_reconcile_time_seconds for the syncer controller.", shape, sc.pods(), made, o.ResyncPeriod),
+		IfMissed: "until every status was right the manager " + now.work(),
 	})
 	r.Add(Figure{
-		ID: "reconciler." + scenarioID(sc) + ".peak_rss", Section: SectionReconciler, Name: sc.Name + ": manager peak RSS",
-		Value: MiB(mem.HWMKiB), Unit: "MiB", Target: target(targets.PeakRSSMiB),
-		Anchor:   fmt.Sprintf("RSS now %s MiB, after %d resyncs%s", formatValue(MiB(mem.RSSKiB)), o.ResyncsCounted, beforeRSS),
-		Method:   "VmHWM of the manager process from /proc/PID/status after the resyncs counted below (the peak since it started, start-up and first reconciles included).",
-		IfMissed: "the manager caches every pod of the cluster (the reconciler reads them) and holds the whole Eureka registry decoded, one instance per pod; here every instance was registered in the three minutes before the manager started, which Eureka keeps as its delta, so each resync's delta carries the whole registry and a new copy is decoded beside the last (in a steady state it carries only what changed)",
+		ID: id + ".peak_rss", Section: SectionReconciler, Name: sc.Name + ": manager peak RSS",
+		Value: MiB(now.mem.HWMKiB), Unit: "MiB", Target: target(targets.PeakRSSMiB),
+		Anchor: fmt.Sprintf("peak when every status was right %s MiB; RSS now %s MiB, after %d resyncs, of which Go heap in use %s MiB", formatValue(MiB(now.memRight.HWMKiB)), formatValue(MiB(now.mem.RSSKiB)), o.ResyncsCounted, formatValue(now.heapMiB)) +
+			beside(func(b scaleRun) string {
+				return fmt.Sprintf("%s MiB (Go heap in use %s MiB)", formatValue(MiB(b.mem.HWMKiB)), formatValue(b.heapMiB))
+			}),
+		Method: "VmHWM of the manager process from /proc/PID/status after the resyncs counted below (the peak since it started, start-up and first reconciles included); the Go heap is its go_memstats_heap_inuse_bytes then.",
+		IfMissed: fmt.Sprintf("the peak was %s MiB already when every status was right; after the resyncs the Go heap held %s MiB for %d pods in the cache and %d instances decoded (%s KiB of heap per pod)",
+			formatValue(MiB(now.memRight.HWMKiB)), formatValue(now.heapMiB), now.pods, now.pods, formatValue(now.heapMiB*1024/float64(max(now.pods, 1)))),
 	})
-	perResync := func(c int64) float64 { return float64(c) / resyncs }
+	perResync := now.perResync(now.window.Total())
 	r.Add(Figure{
-		ID: "reconciler." + scenarioID(sc) + ".requests_per_resync", Section: SectionReconciler, Name: sc.Name + ": Eureka requests per resync",
-		Value: perResync(window.Total()), Unit: "requests", Target: target(targets.RequestsPerResync),
-		Anchor: fmt.Sprintf("%d syncer(s): %s per syncer (%s), %s MiB of responses per resync%s", sc.syncers(),
-			formatValue(perResync(window.Total())/float64(sc.syncers())), describeCounts(window, perResync), formatValue(bytesInWindow/resyncs/(1<<20)), beforeRequests),
-		Method:   fmt.Sprintf("requests through the counting proxy over %s (%d resync periods of %s) in steady state, nothing changing, divided by the resyncs that happened in it: the manager's controller_runtime_reconcile_total for the syncer controller over the same window, divided by the number of syncers (%s).", time.Duration(o.ResyncsCounted)*o.ResyncPeriod, o.ResyncsCounted, o.ResyncPeriod, formatValue(resyncs)),
-		IfMissed: "the registry is read at most once per resync period per server set, when a reconcile finds the last read older than the period; a window whose resyncs drift by the reconciles' own length can hold one read more than the resyncs it counts",
+		ID: id + ".requests_per_resync", Section: SectionReconciler, Name: sc.Name + ": Eureka requests per resync",
+		Value: perResync, Unit: "requests", Target: target(targets.RequestsPerResync),
+		Anchor: fmt.Sprintf("%d syncer(s): %s per syncer (%s), %s MiB of responses per resync", sc.syncers(),
+			formatValue(perResync/float64(sc.syncers())), describeCounts(now.window, now.perResync), formatValue(now.windowBytes/now.resyncs/(1<<20))) +
+			beside(func(b scaleRun) string {
+				return fmt.Sprintf("%s requests and %s MiB of responses per resync", formatValue(b.perResync(b.window.Total())), formatValue(b.windowBytes/b.resyncs/(1<<20)))
+			}),
+		Method:   fmt.Sprintf("requests through the counting proxy over %s (%d resync periods of %s) in steady state, nothing changing, divided by the resyncs that happened in it: the manager's controller_runtime_reconcile_total for the syncer controller over the same window, divided by the number of syncers.", time.Duration(o.ResyncsCounted)*o.ResyncPeriod, o.ResyncsCounted, o.ResyncPeriod),
+		IfMissed: fmt.Sprintf("the window held %s resyncs and %s requests (%s)", formatValue(now.resyncs), formatValue(float64(now.window.Total())), describeCounts(now.window, now.perResync)),
 	})
-	return nil
+}
+
+// work says what the manager did until every status was right.
+func (r scaleRun) work() string {
+	return fmt.Sprintf("%s API writes (%s), %s reconciles (%s per syncer) taking %s s in all, %s Eureka requests; %s",
+		formatValue(float64(r.writes.total())), r.writes, formatValue(r.reconciles), formatValue(r.reconciles/float64(max(r.syncers, 1))),
+		formatValue(r.reconcileSecs), formatValue(float64(r.untilRight.Total())), r.cpu)
 }
 
 func scenarioID(sc Scenario) string {
-	return strconv.Itoa(sc.syncers()) + "x" + strconv.Itoa(sc.PodsPerSyncer)
+	id := strconv.Itoa(sc.syncers()) + "x" + strconv.Itoa(sc.PodsPerSyncer)
+	if sc.Upgrade {
+		id += "_upgrade"
+	}
+	return id
 }
 
 // unthrottledClient is a controller-runtime client without client-side
@@ -242,24 +359,19 @@ func unthrottledClient(cp *harness.ControlPlane) (client.Client, error) {
 	return c, nil
 }
 
-// scaleFixtures creates the namespaces, syncers and pods of sc and
-// registers the pods' instances.
-func scaleFixtures(ctx context.Context, k8s client.Client, c *eureka.Client, sc Scenario) ([]*v1alpha1.EurekaSyncer, error) {
+// create makes the namespaces, syncers and pods of sc and registers the
+// pods' instances.
+func (f *fixtures) create(ctx context.Context, sc Scenario) ([]*v1alpha1.EurekaSyncer, error) {
+	k8s := f.k8s
 	var syncers []*v1alpha1.EurekaSyncer
 	for n := range sc.Namespaces {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%02d", n), Labels: map[string]string{v1alpha1.NamespaceInjectionLabel: "enabled"}}}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("scale-%02d", n), Labels: benchNamespaceLabels}}
 		if err := k8s.Create(ctx, ns); err != nil {
 			return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
 		}
 		for range sc.SyncersPerNamespace {
 			name := fmt.Sprintf("app-%03d", len(syncers))
-			s := &v1alpha1.EurekaSyncer{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns.Name},
-				Spec: v1alpha1.EurekaSyncerSpec{
-					Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-					Port:     intstr.FromInt32(scalePort),
-				},
-			}
+			s := builders.Syncer(ns.Name, name)
 			if err := k8s.Create(ctx, s); err != nil {
 				return nil, fmt.Errorf("syncer %s/%s: %w", ns.Name, name, err)
 			}
@@ -278,7 +390,7 @@ func scaleFixtures(ctx context.Context, k8s client.Client, c *eureka.Client, sc 
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				if err := injectedReadyPod(ctx, k8s, c, j.s, j.i); err != nil {
+				if err := f.injectedReadyPod(ctx, j.s, j.i); err != nil {
 					errs <- err
 					return
 				}
@@ -309,22 +421,33 @@ send:
 	return syncers, nil
 }
 
-// injectedReadyPod creates a pod as the webhook leaves it, sets its status
-// as the kubelet would once it is ready, and registers its instance as its
-// registrar would.
-func injectedReadyPod(ctx context.Context, k8s client.Client, c *eureka.Client, s *v1alpha1.EurekaSyncer, i int) error {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("%s-%05d", s.Name, i), Namespace: s.Namespace,
-			Labels:      map[string]string{"app": s.Name},
-			Annotations: map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusInjected, v1alpha1.SyncerAnnotation: s.Name},
-		},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{
-			{Name: "app", Image: "registry.example/app:1", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: scalePort}}},
-			{Name: v1alpha1.RegistrarContainerName, Image: benchRegistrarImage},
-		}},
+// fixtures is what every pod of a scenario is made with.
+type fixtures struct {
+	k8s    client.Client
+	eureka *eureka.Client
+	// defaults are the manager's own webhook defaults, from the flags the
+	// bench starts it with (manager.ParseFlags, manager.WebhookDefaults).
+	defaults webhook.Defaults
+	// upgrade: the pods were injected by a release before spec.traffic
+	// (08fc0e6), so they lack the eurekube.io/traffic annotation.
+	upgrade bool
+}
+
+// injectedReadyPod creates a pod as the webhook injects it — webhook.Inject
+// with the manager's defaults, nothing shaped by hand — sets its status as
+// the kubelet would once it is ready, and registers its instance as its
+// registrar would, from the settings its registrar container was given.
+func (f *fixtures) injectedReadyPod(ctx context.Context, s *v1alpha1.EurekaSyncer, i int) error {
+	app := builders.Pod(s.Namespace, s.Name, builders.Named(fmt.Sprintf("%s-%05d", s.Name, i)))
+	res := webhook.Inject(app, webhook.Namespace{Labels: benchNamespaceLabels}, []v1alpha1.EurekaSyncer{*s}, f.defaults)
+	if !res.Inject || res.Denied != "" {
+		return fmt.Errorf("pod %s/%s: the webhook did not inject it: %s %v %s", app.Namespace, app.Name, res.Reason, res.Err, res.Denied)
 	}
-	if err := k8s.Create(ctx, pod); err != nil {
+	pod := res.Pod
+	if f.upgrade {
+		delete(pod.Annotations, v1alpha1.TrafficAnnotation)
+	}
+	if err := f.k8s.Create(ctx, pod); err != nil {
 		return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	ip := fmt.Sprintf("10.%d.%d.%d", 1+i/65536, i/256%256, i%256)
@@ -332,20 +455,19 @@ func injectedReadyPod(ctx context.Context, k8s client.Client, c *eureka.Client, 
 		Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}},
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}},
 	}
-	if err := k8s.Status().Update(ctx, pod); err != nil {
+	if err := f.k8s.Status().Update(ctx, pod); err != nil {
 		return fmt.Errorf("pod %s/%s status: %w", pod.Namespace, pod.Name, err)
 	}
-	cfg := sidecar.Config{
-		PodName: pod.Name, PodNamespace: pod.Namespace, PodUID: string(pod.UID), PodIP: ip,
-		AppName: s.EffectiveAppName(), VIPAddress: strings.ToLower(s.Name), SecureVIPAddress: strings.ToLower(s.Name), Port: scalePort,
-		ClusterID: scaleClusterID, Syncer: s.Name, Metadata: map[string]string{"zone": "zone-a"},
-		Health:          sidecar.HealthConfig{Type: sidecar.HealthTCP, Port: scalePort},
-		RenewalInterval: 30 * time.Second,
-		// Nobody heartbeats these instances: a lease longer than the run
-		// keeps them listed, as live registrars would.
-		LeaseDuration: time.Hour,
+	cfg, ok := webhook.InjectedSettings(pod)
+	if !ok {
+		return fmt.Errorf("pod %s/%s: its registrar's settings do not read back", pod.Namespace, pod.Name)
 	}
-	if err := c.Register(ctx, cfg.Instance(eureka.StatusUp)); err != nil {
+	// What the downward API gives the registrar.
+	cfg.PodName, cfg.PodNamespace, cfg.PodUID, cfg.PodIP = pod.Name, pod.Namespace, string(pod.UID), ip
+	// Nobody heartbeats these instances: a lease longer than the run keeps
+	// them listed, as live registrars would.
+	cfg.LeaseDuration = time.Hour
+	if err := f.eureka.Register(ctx, cfg.Instance(eureka.StatusUp)); err != nil {
 		return fmt.Errorf("register %s: %w", cfg.InstanceID(), err)
 	}
 	return nil
@@ -363,22 +485,10 @@ func statusesRight(ctx context.Context, k8s client.Client, syncers int, pods int
 	wrong := 0
 	var first error
 	for i := range list.Items {
-		s := &list.Items[i]
-		st := s.Status
-		var err error
-		switch {
-		case st.ObservedGeneration != s.Generation:
-			err = fmt.Errorf("observedGeneration %d, generation %d", st.ObservedGeneration, s.Generation)
-		case st.SelectedPods != pods || st.InjectedPods != pods || st.ReadyPods != pods || st.RegisteredInstances != pods || st.UpInstances != pods:
-			err = fmt.Errorf("selected %d, injected %d, ready %d, registered %d, up %d; want %d each",
-				st.SelectedPods, st.InjectedPods, st.ReadyPods, st.RegisteredInstances, st.UpInstances, pods)
-		case !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionSynced):
-			err = errors.New("condition Synced is not True")
-		}
-		if err != nil {
+		if err := syncerRight(&list.Items[i], pods); err != nil {
 			wrong++
 			if first == nil {
-				first = fmt.Errorf("%s/%s: %w", s.Namespace, s.Name, err)
+				first = err
 			}
 		}
 	}
@@ -386,4 +496,101 @@ func statusesRight(ctx context.Context, k8s client.Client, syncers int, pods int
 		return fmt.Errorf("%d of %d syncers not right yet, such as %w", wrong, syncers, first)
 	}
 	return nil
+}
+
+// syncerRight says how s's status is not yet right for pods pods.
+func syncerRight(s *v1alpha1.EurekaSyncer, pods int32) error {
+	st := s.Status
+	var err error
+	switch {
+	case st.ObservedGeneration != s.Generation:
+		err = fmt.Errorf("observedGeneration %d, generation %d", st.ObservedGeneration, s.Generation)
+	case st.SelectedPods != pods || st.InjectedPods != pods || st.ReadyPods != pods || st.RegisteredInstances != pods || st.UpInstances != pods:
+		err = fmt.Errorf("selected %d, injected %d, ready %d, registered %d, up %d; want %d each",
+			st.SelectedPods, st.InjectedPods, st.ReadyPods, st.RegisteredInstances, st.UpInstances, pods)
+	case !meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionSynced):
+		err = errors.New("condition Synced is not True")
+	}
+	if err != nil {
+		return fmt.Errorf("%s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return nil
+}
+
+// waitStatusesRight watches the syncers until every one of them is right
+// and returns when that was seen. A watch costs the API server one event
+// per status write, where a poll would list every syncer each time, taking
+// the cores the manager is measured on.
+func waitStatusesRight(ctx context.Context, cp *harness.ControlPlane, syncers int, pods int32, timeout time.Duration) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	wc, err := client.NewWithWatch(cp.Config, client.Options{Scheme: cp.Scheme})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("watch client: %w", err)
+	}
+	wrong := map[types.NamespacedName]error{}
+	note := func(s *v1alpha1.EurekaSyncer) {
+		key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+		if err := syncerRight(s, pods); err != nil {
+			wrong[key] = err
+		} else {
+			delete(wrong, key)
+		}
+	}
+	for {
+		// (Re)list, then watch from there; a watch the API server ends
+		// is started again.
+		var list v1alpha1.EurekaSyncerList
+		if err := wc.List(ctx, &list); err != nil {
+			return time.Time{}, fmt.Errorf("list syncers: %w", err)
+		}
+		clear(wrong)
+		for i := range list.Items {
+			note(&list.Items[i])
+		}
+		if len(list.Items) == syncers && len(wrong) == 0 {
+			return time.Now(), nil
+		}
+		w, err := wc.Watch(ctx, &v1alpha1.EurekaSyncerList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		if err != nil {
+			return time.Time{}, fmt.Errorf("watch syncers: %w", err)
+		}
+		listed := len(list.Items)
+	events:
+		for {
+			select {
+			case <-ctx.Done():
+				w.Stop()
+				var example error
+				for _, err := range wrong {
+					example = err
+					break
+				}
+				return time.Time{}, fmt.Errorf("every syncer's status right within %s: %d of %d not, such as %v", timeout, len(wrong), syncers, example)
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					break events
+				}
+				s, isSyncer := ev.Object.(*v1alpha1.EurekaSyncer)
+				if !isSyncer {
+					continue
+				}
+				switch ev.Type {
+				case watch.Added, watch.Modified:
+					if ev.Type == watch.Added {
+						listed++
+					}
+					note(s)
+				case watch.Deleted:
+					listed--
+					delete(wrong, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
+				}
+				if listed == syncers && len(wrong) == 0 {
+					w.Stop()
+					return time.Now(), nil
+				}
+			}
+		}
+		w.Stop()
+	}
 }

@@ -2,7 +2,10 @@
 // compared with and writes bench/results.json and bench/REPORT.md.
 //
 // BENCH_QUICK=1 uses small counts and short windows (a few minutes);
-// BENCH_PHASES=registrar,webhook,reconciler picks phases.
+// BENCH_PHASES=registrar,webhook,reconciler picks phases; BENCH_BEFORE=REV
+// also measures the manager of an older commit in the reconciler's
+// scenarios. It refuses a tree with uncommitted changes: the report names
+// the commit it measured.
 package main
 
 import (
@@ -10,6 +13,7 @@ import (
 	"flag"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -24,6 +28,9 @@ func main() {
 	work := flag.String("workdir", "", "directory for binaries, certificates and logs (default: a new temporary one)")
 	quick := flag.Bool("quick", os.Getenv("BENCH_QUICK") != "" && os.Getenv("BENCH_QUICK") != "0", "small counts and short windows (also BENCH_QUICK=1)")
 	phases := flag.String("phases", os.Getenv("BENCH_PHASES"), "comma-separated phases to run: "+strings.Join(bench.AllPhases, ",")+" (default all; also BENCH_PHASES)")
+	before := flag.String("before", os.Getenv("BENCH_BEFORE"), "an older commit whose manager the reconciler's scenarios measure too, for the \"before\" figures (also BENCH_BEFORE)")
+	scale := flag.String("scale", os.Getenv("BENCH_SCALE"), "comma-separated ids of the reconciler's scenarios to run, such as 1000x20,1000x20_upgrade (default all; also BENCH_SCALE)")
+	allowDirty := flag.Bool("allow-dirty", false, "measure a tree with uncommitted changes (development only: -out must then name another directory than bench)")
 	flag.Parse()
 
 	log := logrus.New()
@@ -31,7 +38,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	o := bench.Options{Quick: *quick, OutDir: *out, WorkDir: *work, Log: log}
+	if *allowDirty && filepath.Clean(*out) == "bench" {
+		log.Fatal("-allow-dirty: name another -out than bench: bench/REPORT.md is the committed report of a commit")
+	}
+	o := bench.Options{Quick: *quick, OutDir: *out, WorkDir: *work, Before: *before, AllowDirty: *allowDirty, Log: log}
+	if *scale != "" {
+		o.Scenarios = strings.Split(*scale, ",")
+	}
 	if *phases != "" {
 		o.Phases = strings.Split(*phases, ",")
 	}

@@ -1,0 +1,169 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/eurekube/eurekube/tests/harness"
+)
+
+// apiWrites counts the write requests the kube-apiserver served, by verb
+// and resource ("PATCH pods", "PUT eurekasyncers/status").
+type apiWrites map[string]float64
+
+// readAPIWrites reads the API server's apiserver_request_total for the
+// write verbs.
+func readAPIWrites(ctx context.Context, cp *harness.ControlPlane) (apiWrites, error) {
+	c, err := rest.HTTPClientFor(cp.Config)
+	if err != nil {
+		return nil, fmt.Errorf("API server metrics: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cp.Config.Host, "/")+"/metrics", nil)
+	if err != nil {
+		return nil, fmt.Errorf("API server metrics: %w", err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("API server metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("API server metrics: %s", resp.Status)
+	}
+	return parseAPIWrites(resp.Body)
+}
+
+// parseAPIWrites sums apiserver_request_total's write verbs by verb,
+// resource and subresource from the Prometheus text format.
+func parseAPIWrites(r io.Reader) (apiWrites, error) {
+	w := apiWrites{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		const name = "apiserver_request_total{"
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		labels, value, ok := strings.Cut(line[len(name):], "} ")
+		if !ok {
+			return nil, fmt.Errorf("apiserver_request_total: cannot read %q", line)
+		}
+		l := promLabels(labels)
+		switch l["verb"] {
+		case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION":
+		default:
+			continue
+		}
+		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			return nil, fmt.Errorf("apiserver_request_total: %q: %w", line, err)
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		w[key] += n
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("apiserver_request_total: %w", err)
+	}
+	return w, nil
+}
+
+// promLabels reads `a="x",b="y"`; values hold no quotes or commas here.
+func promLabels(s string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok {
+			out[k] = strings.Trim(v, `"`)
+		}
+	}
+	return out
+}
+
+func (w apiWrites) sub(before apiWrites) apiWrites {
+	d := apiWrites{}
+	for k, v := range w {
+		if n := v - before[k]; n > 0 {
+			d[k] = n
+		}
+	}
+	return d
+}
+
+func (w apiWrites) total() float64 {
+	var t float64
+	for _, v := range w {
+		t += v
+	}
+	return t
+}
+
+// String lists the writes, most first.
+func (w apiWrites) String() string {
+	keys := slices.Collect(maps.Keys(w))
+	slices.SortFunc(keys, func(a, b string) int {
+		if w[a] != w[b] {
+			if w[a] > w[b] {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, formatValue(w[k])+" "+k)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// reconcileTotals reads how many reconciles the syncer controller ran and
+// their summed duration in seconds.
+func reconcileTotals(metricsURL string) (count, seconds float64, err error) {
+	text, err := scrape(metricsURL)
+	if err != nil {
+		return 0, 0, err
+	}
+	if count, err = sumCounter(bytes.NewReader(text), "controller_runtime_reconcile_total", `controller="eurekasyncer"`); err != nil {
+		return 0, 0, err
+	}
+	if seconds, err = sumCounter(bytes.NewReader(text), "controller_runtime_reconcile_time_seconds_sum", `controller="eurekasyncer"`); err != nil {
+		return 0, 0, err
+	}
+	return count, seconds, nil
+}
+
+// heapInUseMiB reads the manager's go_memstats_heap_inuse_bytes.
+func heapInUseMiB(metricsURL string) (float64, error) {
+	text, err := scrape(metricsURL)
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(text))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_heap_inuse_bytes "); ok {
+			n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return 0, fmt.Errorf("go_memstats_heap_inuse_bytes: %w", err)
+			}
+			return n / (1 << 20), nil
+		}
+	}
+	return 0, fmt.Errorf("go_memstats_heap_inuse_bytes: not found at %s", metricsURL)
+}
