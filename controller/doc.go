@@ -122,7 +122,10 @@
 // their registrars were given and how they fare; adaptations.go
 // aggregates what the webhook adapted; view.go is the migration view;
 // leasesafe.go the LeaseSafe condition; memo.go remembers this manager's
-// own Eureka writes; metrics.go publishes the metrics; log.go gives each
+// own Eureka writes; podcache.go is what the manager caches of pods (each
+// trimmed to what the reconciler reads, indexed by injecting syncer and by
+// node); selectors.go keeps each syncer's parsed selector; metrics.go
+// publishes the metrics; log.go gives each
 // reconcile its logger (its syncer and reconcile id), which the concerns
 // take from the context. Each condition has one owner, named in status.go.
 // Each test file is named after the file it tests (_suite_test.go: its
