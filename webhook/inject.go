@@ -191,5 +191,9 @@ func fieldOps(ops []jsonpatch.Operation, path string, before, after reflect.Valu
 // escapePointer escapes one JSON Pointer token (RFC 6901): annotation keys
 // hold '/'.
 func escapePointer(token string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(token)
+	return pointerEscaper.Replace(token)
 }
+
+// pointerEscaper escapes a JSON pointer token (RFC 6901): built once, as
+// every field of every patch goes through it.
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
