@@ -304,7 +304,7 @@ func addScaleFigures(r *Results, o ScaleOptions, sc Scenario, now scaleRun, befo
 			return fmt.Sprintf("%s s (%s)", formatValue(b.converged.Seconds()), b.work())
 		}),
 		Method:   fmt.Sprintf("%s created beforehand (%d pods in all, %s, Running and Ready with pod IPs through the status subresource), each pod's instance registered UP directly in an empty Eureka registry (fast profile) from the settings its registrar container was given (webhook.InjectedSettings, sidecar.Config.Instance); then the manager process starts (--resync-period %s, Eureka through a counting proxy) and the syncers are watched until observedGeneration, selected, injected, ready, registered and UP counts all equal the pods and Synced is True. The manager's writes are the kube-apiserver's apiserver_request_total for write verbs between its start and that moment (nothing else writes then); its reconciles and their summed time are controller-runtime's controller_runtime_reconcile_total and controller_runtime_reconcile_time_seconds for the syncer controller.", shape, sc.pods(), made, o.ResyncPeriod),
-		IfMissed: "until every status was right the manager " + now.work(),
+		IfMissed: "until every status was right the manager made " + now.work(),
 	})
 	r.Add(Figure{
 		ID: id + ".peak_rss", Section: SectionReconciler, Name: sc.Name + ": manager peak RSS",
