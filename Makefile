@@ -59,7 +59,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code and the CRD from api/.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=manifests/crd/bases
 	@# The chart cannot read outside its directory: it carries copies, which
 	@# tests/helmchart compares byte for byte.
-	cp manifests/crd/bases/eurekube.io_eurekasyncers.yaml manifests/monitoring/prometheus-rules.yaml charts/eurekube/files/
+	cp manifests/crd/bases/eurekube.io_*.yaml manifests/monitoring/prometheus-rules.yaml charts/eurekube/files/
 
 .PHONY: manifests
 manifests: generate ## Same as generate (kubebuilder's name for the CRD step).

@@ -18,7 +18,8 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &EurekaSyncer{}, &EurekaSyncerList{})
+	s.AddKnownTypes(GroupVersion, &EurekaSyncer{}, &EurekaSyncerList{},
+		&EurekaAppPolicy{}, &EurekaAppPolicyList{}, &EurekaAppClaim{}, &EurekaAppClaimList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -7,24 +7,36 @@ import (
 	"testing"
 )
 
-// The chart renders its CRD from a copy of the generated one; the copy
-// must be the same file.
+// The chart renders its CRDs from copies of the generated ones; each copy
+// must be the same file, and there must be one for each.
 const (
-	generatedCRD = "manifests/crd/bases/eurekube.io_eurekasyncers.yaml"
-	chartCRD     = "charts/eurekube/files/eurekube.io_eurekasyncers.yaml"
+	generatedCRDs = "manifests/crd/bases"
+	chartCRDs     = "charts/eurekube/files"
 )
 
-func TestCRD_TheChartsCopyIsTheGeneratedCRD(t *testing.T) {
-	want, err := os.ReadFile(filepath.Join(tools.root, generatedCRD))
-	if err != nil {
-		t.Fatal(err)
+func TestCRD_TheChartsCopiesAreTheGeneratedCRDs(t *testing.T) {
+	generated, err := filepath.Glob(filepath.Join(tools.root, generatedCRDs, "eurekube.io_*.yaml"))
+	if err != nil || len(generated) == 0 {
+		t.Fatalf("no generated CRD in %s (%v)", generatedCRDs, err)
 	}
-	got, err := os.ReadFile(filepath.Join(tools.root, chartCRD))
-	if err != nil {
-		t.Fatal(err)
+	copies, _ := filepath.Glob(filepath.Join(tools.root, chartCRDs, "eurekube.io_*.yaml"))
+	if len(copies) != len(generated) {
+		t.Errorf("the chart carries %d CRDs, make generate wrote %d: run make generate and commit", len(copies), len(generated))
 	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s differs from %s (written by make generate from api/): run\n  cp %s %s\nand commit it", chartCRD, generatedCRD, generatedCRD, chartCRD)
+	for _, path := range generated {
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Base(path)
+		got, err := os.ReadFile(filepath.Join(tools.root, chartCRDs, name))
+		if err != nil {
+			t.Errorf("the chart lacks %s: run make generate and commit (%v)", name, err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s/%s differs from %s/%s (written by make generate from api/): run make generate and commit", chartCRDs, name, generatedCRDs, name)
+		}
 	}
 }
 
