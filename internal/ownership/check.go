@@ -1,0 +1,104 @@
+package ownership
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+)
+
+// ManagedByLabel marks the claims the manager made, so that it deletes
+// only its own.
+const ManagedByLabel = "app.kubernetes.io/managed-by"
+
+// ManagedByValue is ManagedByLabel's value on the manager's claims.
+const ManagedByValue = "eurekube"
+
+// Checker reads the policies and the app's claim, and claims an unclaimed
+// app for the namespace that asks first.
+type Checker struct {
+	// Reader reads policies and claims, normally the manager's cache.
+	Reader client.Reader
+	// Live reads a claim from the API server itself when creating it found
+	// one that the cache does not show yet. Nil: Reader.
+	Live client.Reader
+	// Writer creates claims. Nil: Check never claims, and an unclaimed app
+	// is allowed (a read-only caller, such as `eurekube check`).
+	Writer client.Writer
+}
+
+// Check says whether namespace ns may register app. An unclaimed app
+// that no policy names is claimed for owner (normally ns itself) unless
+// dryRun, and the verdict is that of the claim that stands afterwards:
+// of two namespaces that ask at once, only one wins.
+func (c Checker) Check(ctx context.Context, app string, ns Namespace, owner string, dryRun bool) (Verdict, error) {
+	var policies v1alpha1.EurekaAppPolicyList
+	if err := c.Reader.List(ctx, &policies); err != nil {
+		return Verdict{}, fmt.Errorf("list EurekaAppPolicies: %w", err)
+	}
+	claim, err := c.claim(ctx, c.Reader, app)
+	if err != nil {
+		return Verdict{}, err
+	}
+	v := Decide(app, ns, policies.Items, claim)
+	if !v.NeedsClaim {
+		return v, nil
+	}
+	if dryRun || c.Writer == nil {
+		v.Allowed = owner == ns.Name
+		return v, nil
+	}
+	if claim, err = c.create(ctx, app, owner); err != nil {
+		return Verdict{}, err
+	}
+	return Decide(app, ns, policies.Items, claim), nil
+}
+
+// claim reads app's claim; nil when there is none.
+func (c Checker) claim(ctx context.Context, r client.Reader, app string) (*v1alpha1.EurekaAppClaim, error) {
+	var claim v1alpha1.EurekaAppClaim
+	switch err := r.Get(ctx, types.NamespacedName{Name: ClaimName(app)}, &claim); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read EurekaAppClaim %s: %w", ClaimName(app), err)
+	}
+	return &claim, nil
+}
+
+// create claims app for namespace, or reads the claim that beat it.
+func (c Checker) create(ctx context.Context, app, namespace string) (*v1alpha1.EurekaAppClaim, error) {
+	claim := NewClaim(app, namespace)
+	err := c.Writer.Create(ctx, claim)
+	if err == nil {
+		return claim, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("claim Eureka app %s for namespace %s: %w", claim.Spec.App, namespace, err)
+	}
+	live := c.Live
+	if live == nil {
+		live = c.Reader
+	}
+	existing, err := c.claim(ctx, live, app)
+	if err != nil {
+		return nil, err
+	}
+	if existing == nil {
+		return nil, fmt.Errorf("claim Eureka app %s: EurekaAppClaim %s exists and then does not: try again", claim.Spec.App, claim.Name)
+	}
+	return existing, nil
+}
+
+// NewClaim is the claim of app for namespace.
+func NewClaim(app, namespace string) *v1alpha1.EurekaAppClaim {
+	return &v1alpha1.EurekaAppClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: ClaimName(app), Labels: map[string]string{ManagedByLabel: ManagedByValue}},
+		Spec:       v1alpha1.EurekaAppClaimSpec{App: upper(app), Namespace: namespace},
+	}
+}
