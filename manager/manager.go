@@ -26,6 +26,7 @@ import (
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/controller"
 	"github.com/eurekube/eurekube/internal/logging"
+	"github.com/eurekube/eurekube/internal/ownership"
 	"github.com/eurekube/eurekube/webhook"
 )
 
@@ -191,6 +192,7 @@ func setupWebhook(ctx context.Context, mgr manager.Manager, cfg Config, clusterI
 		LiveReader:         mgr.GetAPIReader(),
 		Defaults:           webhookDefaults(cfg, clusterID),
 		ExcludedNamespaces: excluded,
+		Ownership:          &ownership.Checker{Reader: mgr.GetCache(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient()},
 		Logger:             log.WithField("part", "webhook"),
 	})
 	mgr.GetWebhookServer().Register(webhook.Path, &admission.Webhook{Handler: h})

@@ -24,6 +24,7 @@ import (
 	sigsjson "sigs.k8s.io/json"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/ownership"
 )
 
 // Path is where the manager serves the handler; the
@@ -77,6 +78,11 @@ type Options struct {
 	// ExcludedNamespaces are never mutated: the manager's own namespace and
 	// kube-system.
 	ExcludedNamespaces []string
+	// Ownership decides who may register which Eureka app, and claims an
+	// unclaimed app for the first namespace that registers it (the pod's
+	// creation is then a write, except in a dry run). Nil: no check, as for
+	// `eurekube inject`, which writes nothing.
+	Ownership *ownership.Checker
 	// Logger receives one line per decision.
 	Logger logrus.FieldLogger
 }
@@ -84,11 +90,12 @@ type Options struct {
 // Handler is the pod mutating admission handler. It implements
 // sigs.k8s.io/controller-runtime/pkg/webhook/admission.Handler.
 type Handler struct {
-	reader   client.Reader
-	live     client.Reader
-	defaults Defaults
-	excluded map[string]bool
-	log      logrus.FieldLogger
+	reader    client.Reader
+	live      client.Reader
+	defaults  Defaults
+	excluded  map[string]bool
+	ownership *ownership.Checker
+	log       logrus.FieldLogger
 }
 
 var _ admission.Handler = (*Handler)(nil)
@@ -105,12 +112,13 @@ func NewHandler(o Options) *Handler {
 		l.SetOutput(io.Discard)
 		log = l
 	}
-	return &Handler{reader: o.Reader, live: o.LiveReader, defaults: o.Defaults, excluded: excluded, log: log}
+	return &Handler{reader: o.Reader, live: o.LiveReader, defaults: o.Defaults, excluded: excluded, ownership: o.Ownership, log: log}
 }
 
 // Handle answers one admission request: it decodes the pod, reads the
-// namespace and its syncers, and answers with what Inject made. It writes
-// nothing, so dry-run requests are safe.
+// namespace and its syncers, and answers with what Inject made, unless the
+// pod would register an app its namespace may not. Its only write is the
+// claim of an app no namespace has claimed yet, never in a dry run.
 func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.Response {
 	began := time.Now()
 	resp, reason := h.handle(ctx, req)
@@ -150,6 +158,10 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 	}
 	if err != nil {
 		h.requestLog(req, pod).WithError(err).Error("look up the namespace and its syncers")
+		return admission.Errored(http.StatusInternalServerError, err), ReasonLookupFailed
+	}
+	if err := h.checkOwnership(ctx, req, namespace, ns, &r); err != nil {
+		h.requestLog(req, pod).WithError(err).Error("check the app's ownership")
 		return admission.Errored(http.StatusInternalServerError, err), ReasonLookupFailed
 	}
 	h.logResult(req, pod, r)

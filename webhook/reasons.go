@@ -38,6 +38,11 @@ const (
 	// port name the pod does not declare, no Eureka URL, no image); the pod
 	// is denied. Set by Inject when Mutate fails.
 	ReasonInvalidConfig Reason = "invalid-config"
+	// ReasonAppNotPermitted: the pod would register a Eureka app that its
+	// namespace may not (an EurekaAppPolicy grants it to others, or another
+	// namespace claimed it first); the pod is denied naming the policy or
+	// the owner.
+	ReasonAppNotPermitted Reason = "app-not-permitted"
 )
 
 // Reasons the handler gives requests that never reach Inject.

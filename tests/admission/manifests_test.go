@@ -41,7 +41,7 @@ func TestManifests_DefaultOverlayRendersAFailClosedWebhookWiredToTheManager(t *t
 		got, want any
 	}{
 		{"failurePolicy", deref(wh.FailurePolicy), admissionregistrationv1.Fail},
-		{"sideEffects", deref(wh.SideEffects), admissionregistrationv1.SideEffectClassNone},
+		{"sideEffects", deref(wh.SideEffects), admissionregistrationv1.SideEffectClassNoneOnDryRun},
 		{"timeoutSeconds", deref(wh.TimeoutSeconds), int32(5)},
 		{"reinvocationPolicy", deref(wh.ReinvocationPolicy), admissionregistrationv1.IfNeededReinvocationPolicy},
 		{"matchPolicy", deref(wh.MatchPolicy), admissionregistrationv1.Equivalent},
