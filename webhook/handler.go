@@ -57,6 +57,9 @@ type Defaults struct {
 	// RegistrarLogLevel is the registrar's log level (debug, info, warn,
 	// error).
 	RegistrarLogLevel string
+	// Allowed are the images and hosts a syncer may name beyond the ones
+	// above (allowlist.go).
+	Allowed Allowlists
 }
 
 // Options configure NewHandler.

@@ -52,6 +52,9 @@ func Inject(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer, defa
 			r.Warnings = append(r.Warnings, a.Message)
 		}
 	case r.Inject:
+		if err := defaults.CheckAllowed(r.Syncer); err != nil {
+			return refuseNotAllowed(r, err)
+		}
 		mutated, adaptations, err := Mutate(pod, Config{Syncer: r.Syncer, Overrides: r.Overrides, Defaults: defaults})
 		if err != nil {
 			r.Inject, r.Reason, r.Err = false, ReasonInvalidConfig, err

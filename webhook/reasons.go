@@ -38,6 +38,14 @@ const (
 	// port name the pod does not declare, no Eureka URL, no image); the pod
 	// is denied. Set by Inject when Mutate fails.
 	ReasonInvalidConfig Reason = "invalid-config"
+	// ReasonRegistrarImageNotAllowed: the syncer's spec.sidecar.image is
+	// not allowed by the manager (--allowed-registrar-image); the pod is
+	// denied (allowlist.go).
+	ReasonRegistrarImageNotAllowed Reason = "registrar-image-not-allowed"
+	// ReasonEurekaHostNotAllowed: the syncer's spec.eureka.serviceURLs name
+	// a host the manager does not allow (--allowed-eureka-host); the pod is
+	// denied (allowlist.go).
+	ReasonEurekaHostNotAllowed Reason = "eureka-host-not-allowed"
 	// ReasonAppNotPermitted: the pod would register a Eureka app that its
 	// namespace may not (an EurekaAppPolicy grants it to others, or another
 	// namespace claimed it first); the pod is denied naming the policy or

@@ -144,6 +144,29 @@ const (
 	// (spec.eureka.expectedRenewalIntervalSeconds): the servers'
 	// self-preservation then miscounts, and its message says how.
 	ConditionLeaseSafe = "LeaseSafe"
+	// ConditionPermitted is true when the platform allows what this syncer
+	// asks for: its registrar image and Eureka hosts (the manager's
+	// allowlists) and its app name (app ownership). While it is false the
+	// manager neither reads the syncer's Secrets nor contacts its Eureka
+	// servers, and the webhook refuses the pods it selects; its message
+	// names the field, the value, how the platform team would allow it,
+	// and the pods injected before, which keep running as they are.
+	ConditionPermitted = "Permitted"
+)
+
+// Reasons of the Permitted condition that the manager's allowlists give;
+// the webhook's refusal of a pod carries the same one.
+const (
+	// ReasonPermitted: nothing the syncer asks for is refused.
+	ReasonPermitted = "Permitted"
+	// ReasonRegistrarImageNotAllowed: spec.sidecar.image names an image
+	// that is neither the manager's --registrar-image nor allowed by its
+	// --allowed-registrar-image.
+	ReasonRegistrarImageNotAllowed = "RegistrarImageNotAllowed"
+	// ReasonEurekaHostNotAllowed: spec.eureka.serviceURLs names a host that
+	// is neither one of the manager's --eureka-url nor allowed by its
+	// --allowed-eureka-host.
+	ReasonEurekaHostNotAllowed = "EurekaHostNotAllowed"
 )
 
 // AdaptationsUnreadable is the adaptation reason the reconciler reports for

@@ -60,6 +60,12 @@ func EurekaURLs(urls ...string) SyncerOption {
 	return func(s *v1alpha1.EurekaSyncer) { s.Spec.Eureka.ServiceURLs = urls }
 }
 
+// RegistrarImage is the registrar image the syncer names
+// (spec.sidecar.image), in place of the manager's --registrar-image.
+func RegistrarImage(image string) SyncerOption {
+	return func(s *v1alpha1.EurekaSyncer) { s.Spec.Sidecar.Image = image }
+}
+
 // Credentials names the Secret of the syncer's namespace holding the
 // Eureka servers' username and password.
 func Credentials(secret string) SyncerOption {
