@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
@@ -17,10 +16,10 @@ import (
 // credentials and TLS material: the syncers of one Eureka server share its
 // connections and one read of its registry per resync, however many they
 // are. A rotated Secret or CA bundle makes a new cache at the next
-// reconcile; a cache no syncer asked for in unusedFor is dropped, so the
-// old ones do not pile up.
+// reconcile that reads it (accessReads); a cache no syncer asked for in
+// unusedFor is dropped, so the old ones do not pile up.
 type clients struct {
-	reader   client.Reader // uncached: Secrets are never cached
+	reads    *accessReads // the Secrets and ConfigMaps spec.eureka names
 	grant    v1alpha1.ReadGrant
 	defaults []string
 	timeout  time.Duration
@@ -50,10 +49,12 @@ func (c *clients) urls(s *v1alpha1.EurekaSyncer) []string {
 // and TLS material.
 func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eureka.RegistryCache, error) {
 	urls := c.urls(s)
-	access, err := readEurekaAccess(ctx, c.reader, c.grant, s)
+	access, err := readEurekaAccess(ctx, c.reads.forSyncer(s), c.grant, s)
 	if err != nil {
+		c.reads.unsettle(s)
 		return nil, err
 	}
+	c.reads.settle(s)
 	key := access.digest(urls)
 	now := time.Now()
 	c.mu.Lock()

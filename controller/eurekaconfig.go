@@ -41,17 +41,41 @@ func (a *eurekaAccess) digest(urls []string) [32]byte {
 	return sum
 }
 
-// readEurekaAccess reads what s names, uncached: the manager neither watches
-// nor keeps Secrets and ConfigMaps. Each error names the object, the key and
-// what is wrong with it, for the EurekaConfigInvalid condition.
-// A forbidden read's error says how to grant it (grant).
-func readEurekaAccess(ctx context.Context, reader client.Reader, grant v1alpha1.ReadGrant, s *v1alpha1.EurekaSyncer) (eurekaAccess, error) {
+// objectGetter is what readEurekaAccess reads through: the API server, or
+// the cache of its reads (accessReads).
+type objectGetter interface {
+	Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
+}
+
+// readEurekaAccess reads what s names, as ReadObjects lists it, through
+// reader (accessReads: a bounded cache of GETs, never a watch). A Secret
+// is used only with its consent (secretConsented). Each error names the
+// object, the key and what is wrong with it, for the EurekaReachable
+// condition. A forbidden read's error says how to grant it (grant).
+func readEurekaAccess(ctx context.Context, reader objectGetter, grant v1alpha1.ReadGrant, s *v1alpha1.EurekaSyncer) (eurekaAccess, error) {
 	var a eurekaAccess
-	if ref := s.Spec.Eureka.CredentialsSecretRef; ref != nil {
-		secret, err := readSecret(ctx, reader, grant, s.Namespace, ref.Name, "Eureka credentials")
-		if err != nil {
-			return a, err
+	secrets, configMaps := map[string]*corev1.Secret{}, map[string]*corev1.ConfigMap{}
+	for _, o := range s.Spec.Eureka.ReadObjects() {
+		key := types.NamespacedName{Namespace: s.Namespace, Name: o.Name}
+		if o.Kind == "ConfigMap" {
+			var cm corev1.ConfigMap
+			if err := reader.Get(ctx, key, &cm); err != nil {
+				return a, grantHint(fmt.Errorf("read ConfigMap %s (%s): %w", o.Name, o.Field, err), grant, s.Namespace)
+			}
+			configMaps[o.Name] = &cm
+			continue
 		}
+		var secret corev1.Secret
+		if err := reader.Get(ctx, key, &secret); err != nil {
+			return a, grantHint(fmt.Errorf("read Secret %s (%s): %w", o.Name, o.Field, err), grant, s.Namespace)
+		}
+		if !secretConsented(&secret) {
+			return a, &notConsentedError{namespace: s.Namespace, name: o.Name, field: o.Field}
+		}
+		secrets[o.Name] = &secret
+	}
+	if ref := s.Spec.Eureka.CredentialsSecretRef; ref != nil {
+		secret := secrets[ref.Name]
 		a.credentials = eureka.Credentials{Username: string(secret.Data["username"]), Password: string(secret.Data["password"])}
 	}
 	t := s.Spec.Eureka.TLS
@@ -63,16 +87,9 @@ func readEurekaAccess(ctx context.Context, reader client.Reader, grant v1alpha1.
 		var data []byte
 		var found bool
 		if kind == v1alpha1.CABundleSecret {
-			secret, err := readSecret(ctx, reader, grant, s.Namespace, ref.Name, "the Eureka CA bundle")
-			if err != nil {
-				return a, err
-			}
-			data, found = secret.Data[key]
+			data, found = secrets[ref.Name].Data[key]
 		} else {
-			var cm corev1.ConfigMap
-			if err := reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: ref.Name}, &cm); err != nil {
-				return a, grantHint(fmt.Errorf("read the Eureka CA bundle from ConfigMap %s: %w", ref.Name, err), grant, s.Namespace)
-			}
+			cm := configMaps[ref.Name]
 			var text string
 			if text, found = cm.Data[key]; found {
 				data = []byte(text)
@@ -90,10 +107,7 @@ func readEurekaAccess(ctx context.Context, reader client.Reader, grant v1alpha1.
 		a.caPEM, a.roots = data, pool
 	}
 	if ref := t.ClientCertificateSecretRef; ref != nil {
-		secret, err := readSecret(ctx, reader, grant, s.Namespace, ref.Name, "the Eureka client certificate")
-		if err != nil {
-			return a, err
-		}
+		secret := secrets[ref.Name]
 		certPEM, keyPEM := secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]
 		pair, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
@@ -102,14 +116,6 @@ func readEurekaAccess(ctx context.Context, reader client.Reader, grant v1alpha1.
 		a.certPEM, a.keyPEM, a.clientCert = certPEM, keyPEM, &pair
 	}
 	return a, nil
-}
-
-func readSecret(ctx context.Context, reader client.Reader, grant v1alpha1.ReadGrant, namespace, name, what string) (*corev1.Secret, error) {
-	var secret corev1.Secret
-	if err := reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &secret); err != nil {
-		return nil, grantHint(fmt.Errorf("read %s from Secret %s: %w", what, name, err), grant, namespace)
-	}
-	return &secret, nil
 }
 
 // grantHint adds to a forbidden read how to grant it: the manager may read

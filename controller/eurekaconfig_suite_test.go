@@ -44,7 +44,7 @@ func TestEurekaTLS_CABundleCredentialsAndTheirRotation(t *testing.T) {
 
 	ns := newNamespace(t)
 	bundle := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "corp-ca", Namespace: ns}, Data: map[string]string{"root.pem": "not yet"}}
-	login := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "eureka-login", Namespace: ns},
+	login := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "eureka-login", Namespace: ns, Labels: map[string]string{v1alpha1.EurekaCredentialsLabel: "true"}},
 		Data: map[string][]byte{"username": []byte("eureka"), "password": []byte("first")}}
 	if err := k8s.Create(ctx, bundle); err != nil {
 		t.Fatal(err)

@@ -167,11 +167,13 @@ type endpointShape struct {
 }
 
 // recordingReader serves Secrets and ConfigMaps by name and records each
-// Get as "<Kind>/<name>".
+// Get as "<Kind>/<name>". Its Secrets consent to their use
+// (v1alpha1.EurekaCredentialsLabel), those named in unconsented aside.
 type recordingReader struct {
-	secrets    map[string]map[string][]byte
-	configMaps map[string]map[string]string
-	got        []string
+	secrets     map[string]map[string][]byte
+	unconsented map[string]bool
+	configMaps  map[string]map[string]string
+	got         []string
 }
 
 func (r *recordingReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
@@ -179,6 +181,9 @@ func (r *recordingReader) Get(_ context.Context, key client.ObjectKey, obj clien
 	case *corev1.Secret:
 		r.got = append(r.got, "Secret/"+key.Name)
 		o.Data = r.secrets[key.Name]
+		if !r.unconsented[key.Name] {
+			o.Labels = map[string]string{v1alpha1.EurekaCredentialsLabel: "true"}
+		}
 	case *corev1.ConfigMap:
 		r.got = append(r.got, "ConfigMap/"+key.Name)
 		o.Data = r.configMaps[key.Name]

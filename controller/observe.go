@@ -74,11 +74,13 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 	}
 	cache, err := r.clients.forSyncer(ctx, s)
 	if err != nil {
-		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaConfig
+		obs.eurekaErr, obs.eurekaReason = err, configReason(err)
 		return obs, nil, nil
 	}
 	if err = r.instances(ctx, s, cache, &obs); err != nil {
 		obs.eurekaErr, obs.eurekaReason = err, reasonEurekaUnreachable
+		// Refused credentials or certificates may have been rotated.
+		r.clients.reads.unsettle(s)
 	} else {
 		obs.registryRead = true
 	}

@@ -125,7 +125,7 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 		drifts:       &driftMemo{},
 		selectors:    &selectors{},
 		clients: &clients{
-			reader: mgr.GetAPIReader(), grant: o.Grant, defaults: o.Defaults.EurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
+			reads: newAccessReads(mgr.GetAPIReader()), grant: o.Grant, defaults: o.Defaults.EurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
 			log: o.Logger, observer: requestObserver{}, byKey: map[[32]byte]*eureka.RegistryCache{},
 		},
 	}

@@ -69,6 +69,16 @@ const (
 	// --credentials-cluster-role; the Helm chart names it
 	// <fullname>-eureka-credentials and passes that flag.
 	EurekaAccessClusterRole = "eurekube-eureka-credentials"
+
+	// EurekaCredentialsLabel, set to "true" on a Secret, is the Secret's
+	// consent to serve the syncers of its namespace as Eureka credentials,
+	// CA bundle or client certificate: the manager sends nothing of a
+	// Secret without it to any Eureka server, and the syncer's
+	// EurekaReachable condition says how to add it (SecretConsented,
+	// SecretConsentCommand). Reading is not consent: the RBAC grant
+	// (ReadGrant) lets the manager read a namespace's Secrets, and this
+	// label picks the ones it may use. ConfigMaps need none.
+	EurekaCredentialsLabel = "eurekube.io/eureka-credentials"
 )
 
 // Pod annotations a user may set to override the syncer for one pod. The

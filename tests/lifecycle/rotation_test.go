@@ -47,7 +47,8 @@ func TestLifecycle_PodsFollowARotatedEurekaPasswordWithoutARestart(t *testing.T)
 	})
 
 	app := cluster.App{Namespace: "vault", Name: "vault", Replicas: 2, DrainSeconds: ptr.To[int32](5)}
-	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: "eureka-creds"},
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: "eureka-creds",
+		Labels: map[string]string{v1alpha1.EurekaCredentialsLabel: "true"}}, // its consent: the manager uses it
 		StringData: map[string]string{"username": first.Username, "password": first.Password}}
 	for _, obj := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: app.Namespace, Labels: map[string]string{v1alpha1.NamespaceInjectionLabel: "enabled"}}},
