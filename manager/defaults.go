@@ -22,7 +22,9 @@ var registrarResources = corev1.ResourceRequirements{
 }
 
 // webhookDefaults turns the flags into the webhook's registrar defaults.
+// The allowlists of a Config that does not validate are empty.
 func webhookDefaults(cfg Config, clusterID string) webhook.Defaults {
+	allowed, _ := cfg.allowlists()
 	return webhook.Defaults{
 		RegistrarImage:      cfg.RegistrarImage,
 		EurekaURLs:          cfg.EurekaURLs,
@@ -32,5 +34,6 @@ func webhookDefaults(cfg Config, clusterID string) webhook.Defaults {
 		RegistrarResources:  *registrarResources.DeepCopy(),
 		RegistrarPort:       sidecar.DefaultListenPort,
 		RegistrarLogLevel:   cfg.LogLevel,
+		Allowed:             allowed,
 	}
 }

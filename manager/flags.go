@@ -17,6 +17,8 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/allowlist"
+	"github.com/eurekube/eurekube/webhook"
 )
 
 // Config is everything the manager is configured with. ParseFlags fills it
@@ -26,6 +28,14 @@ type Config struct {
 	RegistrarImage string
 	// EurekaURLs are the Eureka servers for syncers that name none.
 	EurekaURLs []string
+	// AllowedRegistrarImages are the image patterns a syncer's
+	// spec.sidecar.image may name besides RegistrarImage (internal/allowlist
+	// gives the syntax); none by default.
+	AllowedRegistrarImages []string
+	// AllowedEurekaHosts are the host patterns a syncer's
+	// spec.eureka.serviceURLs may name besides the hosts and ports of
+	// EurekaURLs; none by default.
+	AllowedEurekaHosts []string
 	// DefaultDrainSeconds is the preStop sleep for syncers that set none.
 	DefaultDrainSeconds int32
 	// ClusterID marks this cluster's instances in Eureka; empty means the
@@ -129,6 +139,8 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 
 	fs.StringVar(&cfg.RegistrarImage, "registrar-image", "", "image of the injected registrar container (required)")
 	fs.StringSliceVar(&cfg.EurekaURLs, "eureka-url", nil, "Eureka server URL for syncers that name none, such as http://eureka:8761/eureka (repeatable or comma-separated)")
+	fs.StringSliceVar(&cfg.AllowedRegistrarImages, allowlist.ImagesFlag, nil, "registrar image a syncer's spec.sidecar.image may name besides --registrar-image: an exact reference, or a prefix ending in /*, :* or @* (registry.example.com/eurekube/*), or * for any; the image runs in every pod the syncer selects (repeatable or comma-separated; default none)")
+	fs.StringSliceVar(&cfg.AllowedEurekaHosts, allowlist.HostsFlag, nil, "Eureka host a syncer's spec.eureka.serviceURLs may name besides the hosts and ports of --eureka-url: host or host:port, *.example.com for every name below example.com, or * for any; the manager and the registrars call it (repeatable or comma-separated; default none)")
 	fs.Int32Var(&cfg.DefaultDrainSeconds, "default-drain", DefaultDrainSeconds, "preStop sleep in seconds for syncers that set none: how long an app keeps serving after leaving Eureka (0-3600)")
 	fs.StringVar(&cfg.ClusterID, "cluster-id", "", "id marking this cluster's instances in Eureka (default: the UID of the kube-system namespace)")
 	fs.BoolVar(&cfg.ExecSleepFallback, "exec-sleep-fallback", false, "drain through Eurekube's drain helper (an exec preStop, no shell or sleep binary needed) instead of the kubelet's sleep action, for kubelets before 1.30 without it")
@@ -174,6 +186,9 @@ func (c Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	if _, err := c.allowlists(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.DefaultDrainSeconds < 0 || c.DefaultDrainSeconds > 3600 {
 		errs = append(errs, fmt.Errorf("--default-drain %d: want 0 to 3600 seconds", c.DefaultDrainSeconds))
 	}
@@ -197,6 +212,28 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("--leader-elect needs the manager's namespace in POD_NAMESPACE (the downward API sets it in manifests/manager)"))
 	}
 	return errors.Join(errs...)
+}
+
+// allowlists parses the allowlist flags; an error names the flag and the
+// pattern of each bad one.
+func (c Config) allowlists() (webhook.Allowlists, error) {
+	var errs []error
+	for _, p := range c.AllowedRegistrarImages {
+		if _, err := allowlist.ParseImages([]string{p}); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %w", allowlist.ImagesFlag, err))
+		}
+	}
+	for _, p := range c.AllowedEurekaHosts {
+		if _, err := allowlist.ParseHosts([]string{p}); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %w", allowlist.HostsFlag, err))
+		}
+	}
+	if len(errs) > 0 {
+		return webhook.Allowlists{}, errors.Join(errs...)
+	}
+	images, _ := allowlist.ParseImages(c.AllowedRegistrarImages)
+	hosts, _ := allowlist.ParseHosts(c.AllowedEurekaHosts)
+	return webhook.Allowlists{RegistrarImages: images, EurekaHosts: hosts}, nil
 }
 
 // Grant is how a namespace lets this manager read its syncers' Eureka

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/eurekube/eurekube/internal/builders"
 )
 
 func TestParseFlags_DefaultsAreTheDocumentedOnes(t *testing.T) {
@@ -31,6 +33,8 @@ func TestParseFlags_DefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"--metrics-secure", cfg.MetricsSecure, true},
 		{"--log-level", cfg.LogLevel, "info"},
 		{"--excluded-namespace", strings.Join(cfg.ExcludedNamespaces, ","), "kube-system"},
+		{"--allowed-registrar-image", len(cfg.AllowedRegistrarImages), 0},
+		{"--allowed-eureka-host", len(cfg.AllowedEurekaHosts), 0},
 		{"--certificate-mode", cfg.CertificateMode, "cert-manager"},
 		{"--webhook-configuration", cfg.WebhookConfiguration, "eurekube"},
 		{"--webhook-service", cfg.WebhookService, "eurekube-webhook"},
@@ -83,6 +87,10 @@ func TestParseFlags_RefusesInvalidSettingsNamingTheFlag(t *testing.T) {
 		{"empty certificate Secret", []string{"--certificate-mode=self-managed", "--certificate-secret="}, `--certificate-secret "": want the name of an object`},
 		{"empty credentials ClusterRole", []string{"--credentials-cluster-role="}, `--credentials-cluster-role "": want the name of a ClusterRole`},
 		{"credentials ClusterRole with a slash", []string{"--credentials-cluster-role=a/b"}, `--credentials-cluster-role "a/b": want the name of a ClusterRole: may not contain '/'`},
+		{"registrar image pattern with an inner star", []string{"--allowed-registrar-image=registry.example.com/team*"}, `--allowed-registrar-image "registry.example.com/team*": want an image reference prefix ending in "/", ":" or "@" before the "*"`},
+		{"registrar image pattern not a reference", []string{"--allowed-registrar-image=r:1,Not An Image"}, `--allowed-registrar-image "Not An Image": want an image reference`},
+		{"Eureka host pattern that is a URL", []string{"--allowed-eureka-host=http://eureka:8761"}, `--allowed-eureka-host "http://eureka:8761": `},
+		{"Eureka host pattern with port 0", []string{"--allowed-eureka-host=eureka:0"}, `--allowed-eureka-host "eureka:0": port "0": want 1 to 65535`},
 		{"stray argument", []string{"--registrar-image=r:1", "serve"}, `unexpected arguments ["serve"]`},
 	}
 	for _, tc := range cases {
@@ -138,5 +146,39 @@ func TestCertificateDefaults_NameTheManifestsObjects(t *testing.T) {
 		if !strings.Contains(string(data), c.want) {
 			t.Errorf("%s has no %q", c.file, strings.TrimSpace(c.want))
 		}
+	}
+}
+
+// By default a syncer may name the manager's own registrar image and
+// Eureka servers only; the allowlist flags, repeatable or comma-separated,
+// add to them, and reach the webhook and the reconciler in their defaults.
+func TestParseFlags_AllowlistsReachTheWebhookDefaults(t *testing.T) {
+	syncer := builders.Syncer("shop", "orders",
+		builders.RegistrarImage("registry.example.com/eurekube/registrar:v2"),
+		builders.EurekaURLs("http://eureka:8761/eureka", "http://eureka-0.eureka.eureka.svc:8761/eureka"))
+	own := []string{"--registrar-image=eurekube/registrar:dev", "--eureka-url=http://eureka:8761/eureka"}
+
+	cfg, err := ParseFlags(own, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = WebhookDefaults(cfg, "c").CheckAllowed(syncer)
+	for _, refused := range []string{`spec.sidecar.image "registry.example.com/eurekube/registrar:v2"`, "spec.eureka.serviceURLs[1] names host eureka-0.eureka.eureka.svc:8761"} {
+		if err == nil || !strings.Contains(err.Error(), refused) {
+			t.Errorf("by default, CheckAllowed = %v, want it to refuse %s", err, refused)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "serviceURLs[0]") {
+		t.Errorf("the manager's own server is refused: %v", err)
+	}
+
+	cfg, err = ParseFlags(append(own,
+		"--allowed-registrar-image=registry.example.com/eurekube/*",
+		"--allowed-eureka-host=10.0.0.7,*.eureka.svc:8761"), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WebhookDefaults(cfg, "c").CheckAllowed(syncer); err != nil {
+		t.Errorf("with the allowlists, CheckAllowed = %v", err)
 	}
 }

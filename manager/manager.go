@@ -103,6 +103,9 @@ func Run(ctx context.Context, cfg Config) error {
 		"leaderElect":     cfg.LeaderElect,
 		"eurekaURLs":      cfg.EurekaURLs,
 		"defaultDrain":    cfg.DefaultDrainSeconds,
+		// What a syncer may name besides the manager's own image and servers.
+		"allowedRegistrarImages": cfg.AllowedRegistrarImages,
+		"allowedEurekaHosts":     cfg.AllowedEurekaHosts,
 	}
 	if cfg.CertificateMode == CertificateModeSelfManaged {
 		delete(fields, "certDir")
