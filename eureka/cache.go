@@ -120,7 +120,7 @@ func (rc *RegistryCache) read(ctx context.Context) (*Registry, error) {
 			rc.good, rc.goodAt = next, rc.now()
 			return next, nil
 		}
-		rc.client.log.WithError(err).WithField("urls", rc.client.urls).Debug("the registry's changes do not add up to its hashcode, or were refused: reading it whole")
+		rc.client.log.WithError(err).WithField("urls", RedactAll(rc.client.urls)).Debug("the registry's changes do not add up to its hashcode, or were refused: reading it whole")
 	}
 	// A whole read needs nothing of the last registry, and readers
 	// arriving meanwhile wait for this read: let it go before the next is

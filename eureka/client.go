@@ -97,10 +97,11 @@ func New(opts Options) (*Client, error) {
 	}
 	urls := make([]string, 0, len(opts.URLs))
 	for _, raw := range opts.URLs {
-		u, err := url.Parse(strings.TrimSpace(raw))
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("%w: Eureka server URL %q: want an absolute http:// or https:// URL such as http://eureka:8761/eureka", ErrInvalid, raw)
+		raw = strings.TrimSpace(raw)
+		if err := CheckServerURL(raw); err != nil {
+			return nil, fmt.Errorf("%w: Eureka server URL %q: %w", ErrInvalid, Redact(raw), err)
 		}
+		u, _ := url.Parse(raw)
 		urls = append(urls, strings.TrimSuffix(u.String(), "/"))
 	}
 	if opts.Timeout <= 0 {
@@ -376,7 +377,7 @@ func (c *Client) exchangeAs(ctx context.Context, op, method, path string, body [
 			return err
 		}
 		errs = append(errs, err)
-		c.log.WithError(err).WithField("url", base).Debug("eureka server unavailable, trying the next one")
+		c.log.WithError(err).WithField("url", Redact(base)).Debug("eureka server unavailable, trying the next one")
 		if ctx.Err() != nil {
 			break
 		}
@@ -396,7 +397,7 @@ func (c *Client) once(ctx context.Context, op, method, target string, body []byt
 	began := time.Now()
 	err := c.send(ctx, method, target, body, gzipOK, creds, read)
 	if c.observer != nil {
-		c.observer.ObserveRequest(op, target, time.Since(began), err)
+		c.observer.ObserveRequest(op, Redact(target), time.Since(began), err)
 	}
 	return err
 }
@@ -406,9 +407,10 @@ func (c *Client) send(ctx context.Context, method, target string, body []byte, g
 	if body != nil {
 		reader = bytes.NewReader(body)
 	}
+	shown := Redact(target) // what errors say: the target with no password
 	req, err := http.NewRequestWithContext(ctx, method, target, reader)
 	if err != nil {
-		return fmt.Errorf("%w: %s %s: %v", ErrInvalid, method, target, err)
+		return fmt.Errorf("%w: %s %s: %v", ErrInvalid, method, shown, redactURLError(err))
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -423,27 +425,27 @@ func (c *Client) send(ctx context.Context, method, target string, body []byte, g
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return &RequestError{Method: method, URL: target, Err: err, kind: ErrUnavailable}
+		return &RequestError{Method: method, URL: shown, Err: redactURLError(err), kind: ErrUnavailable}
 	}
 	defer resp.Body.Close()
 	limited := io.LimitReader(resp.Body, maxBody)
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		if err := read(answer{Reader: limited, gzipped: gzipOK && resp.Header.Get("Content-Encoding") == "gzip"}); err != nil {
-			return &RequestError{Method: method, URL: target, Err: err, kind: ErrUnavailable}
+			return &RequestError{Method: method, URL: shown, Err: err, kind: ErrUnavailable}
 		}
 		return nil
 	}
 	respBody, err := io.ReadAll(limited)
 	if err != nil {
-		return &RequestError{Method: method, URL: target, Err: err, kind: ErrUnavailable}
+		return &RequestError{Method: method, URL: shown, Err: err, kind: ErrUnavailable}
 	}
 	switch {
 	case resp.StatusCode == http.StatusNotFound:
-		return &RequestError{Method: method, URL: target, StatusCode: resp.StatusCode, kind: ErrNotFound}
+		return &RequestError{Method: method, URL: shown, StatusCode: resp.StatusCode, kind: ErrNotFound}
 	case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-		return &RequestError{Method: method, URL: target, StatusCode: resp.StatusCode, Body: snippet(respBody), kind: ErrUnavailable}
+		return &RequestError{Method: method, URL: shown, StatusCode: resp.StatusCode, Body: snippet(respBody), kind: ErrUnavailable}
 	default:
-		return &RequestError{Method: method, URL: target, StatusCode: resp.StatusCode, Body: snippet(respBody), kind: ErrRejected}
+		return &RequestError{Method: method, URL: shown, StatusCode: resp.StatusCode, Body: snippet(respBody), kind: ErrRejected}
 	}
 }
 
@@ -451,7 +453,8 @@ func (c *Client) send(ctx context.Context, method, target string, body []byte, g
 // against ErrNotFound, ErrUnavailable or ErrRejected; StatusCode is 0 when
 // no answer came.
 type RequestError struct {
-	Method     string
+	Method string
+	// URL is the request's, its password (if any) redacted.
 	URL        string
 	StatusCode int
 	Body       string

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -272,10 +271,12 @@ func (c Config) validateCertificates() []error {
 	return errs
 }
 
+// validateEurekaURL refuses at start-up what the registrar and the CRD
+// refuse, a password in the URL included: credentials come from each
+// syncer's Secret.
 func validateEurekaURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("--eureka-url %q: want an absolute http:// or https:// URL such as http://eureka:8761/eureka", raw)
+	if err := eureka.CheckServerURL(raw); err != nil {
+		return fmt.Errorf("--eureka-url %q: %w", eureka.Redact(raw), err)
 	}
 	return nil
 }

@@ -72,6 +72,8 @@ func TestParseFlags_RefusesInvalidSettingsNamingTheFlag(t *testing.T) {
 	}{
 		{"no registrar image", nil, "--registrar-image is required"},
 		{"relative Eureka URL", []string{"--eureka-url=eureka:8761"}, `--eureka-url "eureka:8761": want an absolute http:// or https:// URL`},
+		{"Eureka URL with a password", []string{"--eureka-url=http://eureka:s3cret@e:8761/eureka"}, `--eureka-url "http://eureka:xxxxx@e:8761/eureka": must not carry credentials (user:password@): put them in a Secret named by spec.eureka.credentialsSecretRef`},
+		{"Eureka URL with a user", []string{"--eureka-url=http://eureka@e:8761/eureka"}, `--eureka-url "http://eureka@e:8761/eureka": must not carry credentials`},
 		{"negative drain", []string{"--default-drain=-1"}, "--default-drain -1: want 0 to 3600"},
 		{"drain above an hour", []string{"--default-drain=3601"}, "--default-drain 3601: want 0 to 3600"},
 		{"port 0", []string{"--webhook-port=0"}, "--webhook-port 0: want 1 to 65535"},
@@ -99,6 +101,9 @@ func TestParseFlags_RefusesInvalidSettingsNamingTheFlag(t *testing.T) {
 			_, err := ParseFlags(tc.args, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("ParseFlags(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("ParseFlags(%q) = %v: it shows the password", tc.args, err)
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -488,15 +487,14 @@ func (p *envParser) urls(name string) []string {
 		if raw == "" {
 			continue
 		}
-		u, err := url.Parse(raw)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			p.fail(name, raw, "want comma-separated absolute http:// or https:// URLs such as http://eureka:8761/eureka")
+		if err := eureka.CheckServerURL(raw); err != nil {
+			p.fail(name, eureka.Redact(raw), "comma-separated Eureka server URLs: "+err.Error())
 			return nil
 		}
 		out = append(out, raw)
 	}
 	if len(out) == 0 && v != "" {
-		p.fail(name, v, "want at least one Eureka server URL")
+		p.fail(name, eureka.Redact(v), "want at least one Eureka server URL")
 	}
 	return out
 }

@@ -40,6 +40,7 @@ func TestParseEnv_RejectsBadValuesNamingTheVariable(t *testing.T) {
 		{EnvSecurePort, "-1", "1 to 65535"},
 		{EnvEurekaURLs, "eureka:8761", "http://"},
 		{EnvEurekaURLs, ",", "at least one"},
+		{EnvEurekaURLs, "http://e1:8761/eureka,http://orders:s3cret@e2:8761/eureka", "spec.eureka.credentialsSecretRef"},
 		{EnvLeaseRenewalInterval, "-5s", "positive duration"},
 		{EnvLeaseDuration, "10s", "longer than"},
 		{EnvHealthFailureThreshold, "0", "1 to 2147483647"},
@@ -55,6 +56,9 @@ func TestParseEnv_RejectsBadValuesNamingTheVariable(t *testing.T) {
 			var ce *ConfigError
 			if !errors.As(err, &ce) || ce.Name != tc.env || !strings.Contains(err.Error(), tc.allowed) {
 				t.Fatalf("err = %v, want a ConfigError naming %s and saying %q", err, tc.env, tc.allowed)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("err = %v: it shows the URL's password", err)
 			}
 		})
 	}

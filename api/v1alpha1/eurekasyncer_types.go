@@ -230,11 +230,13 @@ type ServiceTarget struct {
 type EurekaServers struct {
 	// ServiceURLs are the Eureka servers' base URLs, such as
 	// http://eureka:8761/eureka. The registrar fails over across them in
-	// order. Defaults to the manager's --eureka-url flags.
+	// order. Defaults to the manager's --eureka-url flags. A URL carries no
+	// credentials (user:password@): they come from CredentialsSecretRef.
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	// +kubebuilder:validation:items:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.all(u, isURL(u) && (url(u).getScheme() == 'http' || url(u).getScheme() == 'https') && url(u).getHostname() != '')",message="every serviceURL must be an absolute http:// or https:// URL with a host, such as http://eureka:8761/eureka"
+	// +kubebuilder:validation:XValidation:rule="self.all(u, !u.matches('^[^:/?#]*://[^/?#]*@'))",message="serviceURLs must not carry credentials (user:password@): put them in a Secret named by spec.eureka.credentialsSecretRef"
 	ServiceURLs []string `json:"serviceURLs,omitempty"`
 
 	// CredentialsSecretRef names a Secret of this namespace with the keys

@@ -120,7 +120,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		}
 	}()
 
-	log.WithFields(logrus.Fields{"eureka": cfg.EurekaURLs, "listen": ln.Addr().String()}).Info("registrar starting")
+	log.WithFields(logrus.Fields{"eureka": eureka.RedactAll(cfg.EurekaURLs), "listen": ln.Addr().String()}).Info("registrar starting")
 	_ = reg.Run(ctx)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
