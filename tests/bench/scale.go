@@ -108,7 +108,10 @@ type scaleRun struct {
 	window      Counts
 	windowBytes float64
 	resyncs     float64
-	writes      apiWrites
+	// windowAPI: the API requests in the window, by verb and resource.
+	windowAPI apiRequests
+	// writes: the API writes until every status was right.
+	writes apiRequests
 	// cpu: what the processes of the run used until every status was right.
 	cpu           string
 	reconciles    float64 // until every status was right
@@ -189,7 +192,7 @@ func measureScaleOnce(ctx context.Context, o ScaleOptions, sc Scenario, m BuiltM
 	}
 	log.WithFields(logrus.Fields{"syncers": len(syncers), "pods": sc.pods(), "took": time.Since(setupStart).Round(time.Second)}).Info("pods created and registered; starting the manager")
 
-	writes0, err := readAPIWrites(ctx, cp)
+	requests0, err := readAPIRequests(ctx, cp)
 	if err != nil {
 		return run, err
 	}
@@ -225,11 +228,11 @@ func measureScaleOnce(ctx context.Context, o ScaleOptions, sc Scenario, m BuiltM
 	run.converged = right.Sub(start)
 	run.cpu = procs.describe(cpu0, procs.read(), time.Since(start)-run.readyz)
 	run.untilRight = proxy.Counts()
-	writes1, err := readAPIWrites(ctx, cp)
+	requests1, err := readAPIRequests(ctx, cp)
 	if err != nil {
 		return run, err
 	}
-	run.writes = writes1.sub(writes0)
+	run.writes = requests1.sub(requests0).writes()
 	if run.reconciles, run.reconcileSecs, err = reconcileTotals(mgr.MetricsURL()); err != nil {
 		return run, err
 	}
@@ -243,12 +246,21 @@ func measureScaleOnce(ctx context.Context, o ScaleOptions, sc Scenario, m BuiltM
 	if err != nil {
 		return run, err
 	}
+	api0, err := readAPIRequests(ctx, cp)
+	if err != nil {
+		return run, err
+	}
 	select {
 	case <-time.After(time.Duration(o.ResyncsCounted) * o.ResyncPeriod): // the measurement window itself
 	case <-ctx.Done():
 		return run, ctx.Err()
 	}
 	run.window, run.windowBytes = proxy.Counts().Sub(before), float64(proxy.ResponseBytes()-bytesBefore)
+	api1, err := readAPIRequests(ctx, cp)
+	if err != nil {
+		return run, err
+	}
+	run.windowAPI = api1.sub(api0)
 	reconciles1, err := reconciles(mgr.MetricsURL())
 	if err != nil {
 		return run, err
@@ -329,6 +341,22 @@ func addScaleFigures(r *Results, o ScaleOptions, sc Scenario, now scaleRun, befo
 		Method:   fmt.Sprintf("requests through the counting proxy over %s (%d resync periods of %s) in steady state, nothing changing, divided by the resyncs that happened in it: the manager's controller_runtime_reconcile_total for the syncer controller over the same window, divided by the number of syncers.", time.Duration(o.ResyncsCounted)*o.ResyncPeriod, o.ResyncsCounted, o.ResyncPeriod),
 		IfMissed: fmt.Sprintf("the window held %s resyncs and %s requests (%s)", formatValue(now.resyncs), formatValue(float64(now.window.Total())), describeCounts(now.window, now.perResync)),
 	})
+	r.Add(Figure{
+		ID: id + ".api_requests_per_resync", Section: SectionReconciler, Name: sc.Name + ": API requests per resync",
+		Value: now.windowAPI.total() / now.resyncs, Unit: "requests",
+		Anchor: now.apiPerResync() + beside(func(b scaleRun) string {
+			return fmt.Sprintf("%s requests per resync: %s", formatValue(b.windowAPI.total()/b.resyncs), b.apiPerResync())
+		}),
+		Method: fmt.Sprintf("the kube-apiserver's apiserver_request_total (requests of a resource; the bench itself sends none in the window) over the same steady-state window as the Eureka requests, divided by the resyncs in it. Every syncer names a credentials Secret, one per namespace, labelled %s=true: the GETs of secrets and configmaps are the manager's reads of what spec.eureka names.", v1alpha1.EurekaCredentialsLabel),
+	})
+}
+
+// apiPerResync says the API requests of the window per resync: by verb,
+// the reads of Secrets and ConfigMaps, and every resource.
+func (r scaleRun) apiPerResync() string {
+	per := r.windowAPI.scaled(r.resyncs)
+	return fmt.Sprintf("by verb: %s; GET secrets %s, GET configmaps %s; all: %s",
+		per.byVerb(), formatValue(per["GET secrets"]), formatValue(per["GET configmaps"]), per)
 }
 
 // work says what the manager did until every status was right.
@@ -369,9 +397,19 @@ func (f *fixtures) create(ctx context.Context, sc Scenario) ([]*v1alpha1.EurekaS
 		if err := k8s.Create(ctx, ns); err != nil {
 			return nil, fmt.Errorf("namespace %s: %w", ns.Name, err)
 		}
+		// Each namespace's syncers log in to Eureka with its Secret (which
+		// the bench's server, asking for none, ignores), as a team's would:
+		// the manager reads it for them. The bench's manager runs as the
+		// control plane's admin, so no RoleBinding grants the read.
+		creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "eureka-credentials",
+			Labels: map[string]string{v1alpha1.EurekaCredentialsLabel: "true"}},
+			StringData: map[string]string{"username": "bench", "password": "bench"}}
+		if err := k8s.Create(ctx, creds); err != nil {
+			return nil, fmt.Errorf("secret %s/%s: %w", ns.Name, creds.Name, err)
+		}
 		for range sc.SyncersPerNamespace {
 			name := fmt.Sprintf("app-%03d", len(syncers))
-			s := builders.Syncer(ns.Name, name)
+			s := builders.Syncer(ns.Name, name, builders.Credentials(creds.Name))
 			if err := k8s.Create(ctx, s); err != nil {
 				return nil, fmt.Errorf("syncer %s/%s: %w", ns.Name, name, err)
 			}

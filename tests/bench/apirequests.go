@@ -17,13 +17,12 @@ import (
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
-// apiWrites counts the write requests the kube-apiserver served, by verb
-// and resource ("PATCH pods", "PUT eurekasyncers/status").
-type apiWrites map[string]float64
+// apiRequests counts the requests the kube-apiserver served, by verb and
+// resource ("PATCH pods", "PUT eurekasyncers/status", "GET secrets").
+type apiRequests map[string]float64
 
-// readAPIWrites reads the API server's apiserver_request_total for the
-// write verbs.
-func readAPIWrites(ctx context.Context, cp *harness.ControlPlane) (apiWrites, error) {
+// readAPIRequests reads the API server's apiserver_request_total.
+func readAPIRequests(ctx context.Context, cp *harness.ControlPlane) (apiRequests, error) {
 	c, err := rest.HTTPClientFor(cp.Config)
 	if err != nil {
 		return nil, fmt.Errorf("API server metrics: %w", err)
@@ -40,13 +39,14 @@ func readAPIWrites(ctx context.Context, cp *harness.ControlPlane) (apiWrites, er
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("API server metrics: %s", resp.Status)
 	}
-	return parseAPIWrites(resp.Body)
+	return parseAPIRequests(resp.Body)
 }
 
-// parseAPIWrites sums apiserver_request_total's write verbs by verb,
-// resource and subresource from the Prometheus text format.
-func parseAPIWrites(r io.Reader) (apiWrites, error) {
-	w := apiWrites{}
+// parseAPIRequests sums apiserver_request_total by verb, resource and
+// subresource from the Prometheus text format. Requests of no resource
+// (/metrics, /healthz: the bench's own reads) are left out.
+func parseAPIRequests(r io.Reader) (apiRequests, error) {
+	w := apiRequests{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -60,9 +60,7 @@ func parseAPIWrites(r io.Reader) (apiWrites, error) {
 			return nil, fmt.Errorf("apiserver_request_total: cannot read %q", line)
 		}
 		l := promLabels(labels)
-		switch l["verb"] {
-		case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION":
-		default:
+		if l["resource"] == "" {
 			continue
 		}
 		n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
@@ -81,6 +79,37 @@ func parseAPIWrites(r io.Reader) (apiWrites, error) {
 	return w, nil
 }
 
+// writes are the requests of the write verbs.
+func (w apiRequests) writes() apiRequests {
+	out := apiRequests{}
+	for k, v := range w {
+		switch verb, _, _ := strings.Cut(k, " "); verb {
+		case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION":
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// byVerb sums the requests of each verb.
+func (w apiRequests) byVerb() apiRequests {
+	out := apiRequests{}
+	for k, v := range w {
+		verb, _, _ := strings.Cut(k, " ")
+		out[verb] += v
+	}
+	return out
+}
+
+// scaled divides every count by d (per resync, say).
+func (w apiRequests) scaled(d float64) apiRequests {
+	out := apiRequests{}
+	for k, v := range w {
+		out[k] = v / d
+	}
+	return out
+}
+
 // promLabels reads `a="x",b="y"`; values hold no quotes or commas here.
 func promLabels(s string) map[string]string {
 	out := map[string]string{}
@@ -93,8 +122,8 @@ func promLabels(s string) map[string]string {
 	return out
 }
 
-func (w apiWrites) sub(before apiWrites) apiWrites {
-	d := apiWrites{}
+func (w apiRequests) sub(before apiRequests) apiRequests {
+	d := apiRequests{}
 	for k, v := range w {
 		if n := v - before[k]; n > 0 {
 			d[k] = n
@@ -103,7 +132,7 @@ func (w apiWrites) sub(before apiWrites) apiWrites {
 	return d
 }
 
-func (w apiWrites) total() float64 {
+func (w apiRequests) total() float64 {
 	var t float64
 	for _, v := range w {
 		t += v
@@ -111,8 +140,8 @@ func (w apiWrites) total() float64 {
 	return t
 }
 
-// String lists the writes, most first.
-func (w apiWrites) String() string {
+// String lists the requests, most first.
+func (w apiRequests) String() string {
 	keys := slices.Collect(maps.Keys(w))
 	slices.SortFunc(keys, func(a, b string) int {
 		if w[a] != w[b] {
