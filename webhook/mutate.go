@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/sidecar"
 )
 
@@ -235,6 +236,14 @@ func registrarSettings(pod *corev1.Pod, app int, port int32, cfg Config) (sideca
 	s.VIPAddress = cmp.Or(o.VIPAddress, spec.VIPAddress, s.VIPAddress)
 	s.SecureVIPAddress = cmp.Or(o.SecureVIPAddress, spec.SecureVIPAddress, s.SecureVIPAddress)
 
+	// A syncer stored before the CRD refused credentials in URLs may still
+	// hold them; the registrar would refuse them (the manager's own were
+	// checked at its start).
+	for i, u := range spec.Eureka.ServiceURLs {
+		if err := eureka.CheckServerURL(u); err != nil {
+			return sidecar.Config{}, fmt.Errorf("spec.eureka.serviceURLs[%d] %q of EurekaSyncer %s: %w", i, eureka.Redact(u), cfg.Syncer.Name, err)
+		}
+	}
 	s.EurekaURLs = spec.Eureka.ServiceURLs
 	if len(s.EurekaURLs) == 0 {
 		s.EurekaURLs = cfg.Defaults.EurekaURLs

@@ -162,6 +162,27 @@ func TestMutate_UnknownPortNameIsAnError(t *testing.T) {
 	}
 }
 
+// A syncer stored before the CRD refused credentials in its URLs: its pods
+// are refused, naming the Secret to use and not the password, rather than
+// given a registrar that would refuse the URL (and hold the password in the
+// pod's environment).
+func TestMutate_RefusesCredentialsInAStoredSyncersURLWithoutShowingThem(t *testing.T) {
+	s := syncer("orders", time.Hour)
+	s.Spec.Eureka.ServiceURLs = []string{"http://eureka:8761/eureka", "http://orders:s3cret@eureka:8761/eureka"}
+	_, _, err := Mutate(springPod(), Config{Syncer: &s, Defaults: testDefaults})
+	if err == nil {
+		t.Fatal("Mutate gave the pod a registrar with a password in its Eureka URL")
+	}
+	for _, want := range []string{"spec.eureka.serviceURLs[1]", "EurekaSyncer orders", "orders:xxxxx@eureka", "spec.eureka.credentialsSecretRef"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to name %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("err = %v: it shows the password", err)
+	}
+}
+
 func TestMutate_GoldenPods(t *testing.T) {
 	orders := syncer("orders", time.Hour)
 	for _, tc := range []struct {
