@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/ownership"
 )
 
 // Measurement: what one reconcile reads, the pods its selector matches
@@ -35,6 +38,14 @@ type observed struct {
 	// elsewhere: the instances of the syncer's app that no Eurekube of
 	// this cluster registered (VMs, other clusters), from the same read.
 	elsewhere []eureka.Instance
+	// otherSyncers: the instances of the syncer's app that other syncers
+	// of this cluster registered (a namespace the platform's policy shares
+	// the app with), from the same read.
+	otherSyncers []eureka.Instance
+	// apps: the Eureka apps the syncer's instances are registered under,
+	// its own first, then those its pods were given by an
+	// eurekube.io/app-name annotation.
+	apps []string
 	// readAt: what instances and elsewhere show is at least as recent as
 	// this (the read, less the server's response cache).
 	readAt time.Time
@@ -42,6 +53,9 @@ type observed struct {
 	service serviceObserved
 	// traffic: what applying spec.traffic found and did.
 	traffic trafficObserved
+	// ownership: whether the namespace may register the syncer's app
+	// (ownership.go); nil when not checked (a deleted syncer).
+	ownership *ownership.Verdict
 }
 
 // observe reads the selected pods from the cache and this cluster's
@@ -62,7 +76,7 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		client.UnsafeDisableDeepCopy); err != nil { // read only
 		return observed{}, nil, fmt.Errorf("list pods: %w", err)
 	}
-	obs := observed{pods: countPods(pods.Items, s, r.opts.Defaults, r.drifts, time.Now())}
+	obs := observed{pods: countPods(pods.Items, s, r.opts.Defaults, r.drifts, time.Now()), apps: appsOf(s, pods.Items)}
 	if !s.DeletionTimestamp.IsZero() {
 		// Pods injected by this syncer keep its registrar even when its
 		// selector no longer matches them.
@@ -71,6 +85,7 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 			return observed{}, nil, fmt.Errorf("list pods: %w", err)
 		}
 		obs.detach.aliveRegistrarPods, obs.detach.registrarPods = registrarPodsOf(all.Items, s.Name)
+		obs.apps = appsOf(s, all.Items)
 	}
 	cache, err := r.clients.forSyncer(ctx, s)
 	if err != nil {
@@ -96,29 +111,71 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 // and cannot be undone: the shared read may predate an instance
 // registered since, which would be left in Eureka for good.
 func (r *Reconciler) instances(ctx context.Context, s *v1alpha1.EurekaSyncer, cache *eureka.RegistryCache, obs *observed) error {
+	markers := r.markers(s)
 	if !s.DeletionTimestamp.IsZero() {
 		obs.readAt = time.Now()
-		all, err := cache.Client().Instances(ctx, s.EffectiveAppName())
-		if err != nil {
-			return err
-		}
-		markers := r.markers(s)
-		for _, inst := range all {
-			if inst.HasMetadata(markers) {
-				obs.instances = append(obs.instances, inst)
+		for i, app := range obs.apps {
+			all, err := cache.Client().Instances(ctx, app)
+			if err != nil {
+				return err
+			}
+			for _, inst := range all {
+				if inst.HasMetadata(markers) {
+					obs.instances = append(obs.instances, inst)
+				}
+			}
+			if i == 0 {
+				obs.elsewhere, obs.otherSyncers = r.elsewhereAndOthers(all, s)
 			}
 		}
-		obs.elsewhere = elsewhereOf(all, r.opts.ClusterID)
 		return nil
 	}
 	registry, err := cache.Registry(ctx)
 	if err != nil {
 		return err
 	}
-	obs.instances = registry.InstancesWithMetadata(s.EffectiveAppName(), r.markers(s))
-	obs.elsewhere = elsewhereOf(registry.Instances(s.EffectiveAppName()), r.opts.ClusterID)
+	for _, app := range obs.apps {
+		obs.instances = append(obs.instances, registry.InstancesWithMetadata(app, markers)...)
+	}
+	obs.elsewhere, obs.otherSyncers = r.elsewhereAndOthers(registry.Instances(s.EffectiveAppName()), s)
 	obs.readAt = registry.ReadAt().Add(-eureka.ServerCacheDelay)
 	return nil
+}
+
+// elsewhereAndOthers splits the instances of the syncer's app that are not
+// its own: those no Eurekube of this cluster registered (elsewhere), and
+// those other syncers of this cluster did.
+func (r *Reconciler) elsewhereAndOthers(all []eureka.Instance, s *v1alpha1.EurekaSyncer) (elsewhere, others []eureka.Instance) {
+	for _, inst := range all {
+		switch {
+		case inst.Metadata[eureka.MetaManagedBy] != eureka.ManagedByValue || inst.Metadata[eureka.MetaCluster] != r.opts.ClusterID:
+			elsewhere = append(elsewhere, inst)
+		case inst.Metadata[eureka.MetaNamespace] != s.Namespace || inst.Metadata[eureka.MetaSyncer] != s.Name:
+			others = append(others, inst)
+		}
+	}
+	return elsewhere, others
+}
+
+// appsOf lists the Eureka apps the syncer's instances are registered
+// under: its own, then, sorted, those that the pods it injected were given
+// by their eurekube.io/app-name annotation (which the webhook admitted
+// only where the app's ownership allows it).
+func appsOf(s *v1alpha1.EurekaSyncer, pods []corev1.Pod) []string {
+	own := s.EffectiveAppName()
+	var others []string
+	for i := range pods {
+		p := &pods[i]
+		name, ok := p.Annotations[v1alpha1.AnnotationAppName]
+		if !ok || p.Annotations[v1alpha1.SyncerAnnotation] != s.Name {
+			continue
+		}
+		if app := strings.ToUpper(name); app != own && !slices.Contains(others, app) {
+			others = append(others, app)
+		}
+	}
+	slices.Sort(others)
+	return append([]string{own}, others...)
 }
 
 // markers select this cluster's instances of this syncer.

@@ -220,6 +220,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if obs.eurekaErr == nil {
 		obs.orphansRemoved, obs.instances, obs.eurekaErr = r.collectOrphans(ctx, &s, cl, obs.instances, obs.readAt, obs.pods.uids)
 	}
+	if err := r.checkOwnership(ctx, &s, &obs); err != nil {
+		return reconcile.Result{}, fmt.Errorf("app ownership: %w", err)
+	}
 	// Service mode: the manager registers the Service itself; a deleted
 	// syncer's Service instances, and those a syncer back in Pod mode left,
 	// are cancelled there (service.go). What remains of a deleted syncer is
@@ -233,7 +236,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.applyTraffic(ctx, &s, cl, &obs)
 	}
 	if obs.eurekaErr != nil {
-		r.recorder.Eventf(&s, nil, corev1.EventTypeWarning, obs.eurekaReason, "Sync", "%v", obs.eurekaErr)
+		r.recorder.Eventf(&s, nil, corev1.EventTypeWarning, obs.eurekaReason, "Sync", "%s", eureka.Redact(obs.eurekaErr.Error()))
 	} else {
 		setInstanceGauges(&s, obs.instances, obs.elsewhere)
 	}

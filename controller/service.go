@@ -143,6 +143,17 @@ func (r *Reconciler) syncService(ctx context.Context, s *v1alpha1.EurekaSyncer, 
 		}
 		obs.service.resolved, obs.service.res = true, res
 		want = serviceInstances(s, res, r.opts.ClusterID)
+		if v := obs.ownership; v != nil && !v.Allowed {
+			// Not the namespace's app: register nothing new, and keep what
+			// an earlier pass registered, as the pods of a Pod-mode syncer
+			// keep running (ownership.go).
+			want = want[:0]
+			for _, inst := range obs.instances {
+				if isServiceInstance(&inst) {
+					want = append(want, inst)
+				}
+			}
+		}
 		r.reportReachability(ctx, s, res)
 	} else if !r.leases.holds(key) && !slices.ContainsFunc(obs.instances, func(inst eureka.Instance) bool { return isServiceInstance(&inst) }) {
 		return // Pod mode, nothing of Service mode left

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
 )
 
 // The status: computed from what one reconcile observed (nextStatus) and
@@ -57,6 +58,10 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 	next := *s.Status.DeepCopy()
 	next.ObservedGeneration = s.Generation
 	next.AppName = s.EffectiveAppName()
+	next.Apps = nil
+	if len(obs.apps) > 1 {
+		next.Apps = obs.apps
+	}
 	next.SelectedPods, next.InjectedPods, next.ReadyPods = obs.pods.selected, obs.pods.injected, obs.pods.ready
 	next.SkippedPods, next.PodsOwnedByOtherSyncers = obs.pods.skipped, obs.pods.ownedByOthersCount()
 	next.PodsWithoutDrain = int32(len(obs.pods.withoutDrain))
@@ -64,7 +69,7 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 	next.Adaptations = obs.pods.adaptations
 	next.OrphansRemoved += int64(obs.orphansRemoved)
 	if obs.eurekaErr == nil {
-		newAppView(obs.instances, obs.elsewhere).apply(&next)
+		newAppView(obs.instances, obs.elsewhere, obs.otherSyncers).apply(&next)
 	}
 	next.Ready = fmt.Sprintf("%d/%d", next.UpInstances, next.SelectedPods)
 	// Service mode: addresses, READY and ServiceReachable of its own
@@ -103,7 +108,7 @@ func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Cond
 
 	reachable := metav1.Condition{Type: v1alpha1.ConditionEurekaReachable, Status: metav1.ConditionTrue, Reason: "Reachable", Message: "Eureka answered"}
 	if obs.eurekaErr != nil {
-		reachable.Status, reachable.Reason, reachable.Message = metav1.ConditionFalse, obs.eurekaReason, truncate(obs.eurekaErr.Error(), 1024)
+		reachable.Status, reachable.Reason, reachable.Message = metav1.ConditionFalse, obs.eurekaReason, truncate(eureka.Redact(obs.eurekaErr.Error()), 1024)
 	}
 
 	return []metav1.Condition{synced(s, obs, up, injected), reachable, injected, exclusive(s, obs), drained(obs), registrarCurrent(s, obs),

@@ -16,17 +16,20 @@ import (
 type appView struct {
 	here      map[eureka.Status]int32 // this syncer's instances
 	elsewhere map[eureka.Status]int32 // VMs and other clusters
+	others    map[eureka.Status]int32 // other syncers of this cluster
 }
 
-func newAppView(here, elsewhere []eureka.Instance) appView {
-	v := appView{here: map[eureka.Status]int32{}, elsewhere: map[eureka.Status]int32{}}
-	for _, inst := range here {
-		v.here[inst.Status]++
-	}
-	for _, inst := range elsewhere {
-		v.elsewhere[inst.Status]++
-	}
+func newAppView(here, elsewhere, others []eureka.Instance) appView {
+	v := appView{here: byStatus(here), elsewhere: byStatus(elsewhere), others: byStatus(others)}
 	return v
+}
+
+func byStatus(insts []eureka.Instance) map[eureka.Status]int32 {
+	counts := map[eureka.Status]int32{}
+	for _, inst := range insts {
+		counts[inst.Status]++
+	}
+	return counts
 }
 
 func total(counts map[eureka.Status]int32) int32 {
@@ -61,20 +64,6 @@ func (v appView) apply(st *v1alpha1.EurekaSyncerStatus) {
 	st.StartingInstances = v.here[eureka.StatusStarting]
 	st.ElsewhereInstances, st.ElsewhereUpInstances = total(v.elsewhere), v.elsewhere[eureka.StatusUp]
 	st.Elsewhere = fmt.Sprintf("%d/%d", st.ElsewhereUpInstances, st.ElsewhereInstances)
+	st.OtherSyncersInstances, st.OtherSyncersUpInstances = total(v.others), v.others[eureka.StatusUp]
 	st.TrafficTo = v.trafficTo()
-}
-
-// elsewhereOf returns the instances of app in the registry that no
-// Eurekube of this cluster registered: what runs on VMs and in other
-// clusters. Instances of this cluster registered by other syncers (the
-// same app in another namespace) are neither here nor elsewhere.
-func elsewhereOf(all []eureka.Instance, clusterID string) []eureka.Instance {
-	var out []eureka.Instance
-	for _, inst := range all {
-		if inst.Metadata[eureka.MetaManagedBy] == eureka.ManagedByValue && inst.Metadata[eureka.MetaCluster] == clusterID {
-			continue
-		}
-		out = append(out, inst)
-	}
-	return out
 }

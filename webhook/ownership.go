@@ -19,11 +19,6 @@ import (
 // would be admitted, so the syncer, an annotation and a pod written by hand
 // with the registrar (Eurekube's own output sent back) pass the same gate.
 
-// ConditionPermitted is the syncer's condition the reconciler sets from
-// the same rule; the webhook reads it for what only the reconciler can
-// know (the app's instances elsewhere).
-const conditionPermitted = "Permitted"
-
 // checkOwnership denies r when its pod would register an app that its
 // namespace may not. An unclaimed app is claimed for the namespace unless
 // the request is a dry run.
@@ -44,8 +39,11 @@ func (h *Handler) checkOwnership(ctx context.Context, req admission.Request, nam
 		refuse(r, ReasonAppNotPermitted, v.Message)
 		return nil
 	}
+	// The syncer's Permitted condition, set by the reconciler from the same
+	// rule, tells what only the reconciler knows: the app's instances
+	// elsewhere, which the granting policy may refuse to join.
 	if s := r.Syncer; s != nil && s.EffectiveAppName() == v.App {
-		c := meta.FindStatusCondition(s.Status.Conditions, conditionPermitted)
+		c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionPermitted)
 		if c != nil && c.Status == metav1.ConditionFalse && c.Reason == ownership.ReasonElsewhereRefused && c.ObservedGeneration == s.Generation {
 			refuse(r, ReasonAppNotPermitted, fmt.Sprintf("EurekaSyncer %s: %s", s.Name, c.Message))
 		}

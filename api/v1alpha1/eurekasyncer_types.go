@@ -606,6 +606,21 @@ type EurekaSyncerStatus struct {
 	// +optional
 	Elsewhere string `json:"elsewhere,omitempty"`
 
+	// OtherSyncersInstances counts the instances of the app that other
+	// syncers of this cluster registered (namespaces an EurekaAppPolicy
+	// shares the app with), whatever their status.
+	// +optional
+	OtherSyncersInstances int32 `json:"otherSyncersInstances,omitempty"`
+	// OtherSyncersUpInstances counts those of OtherSyncersInstances UP.
+	// +optional
+	OtherSyncersUpInstances int32 `json:"otherSyncersUpInstances,omitempty"`
+	// Apps are the Eureka apps this syncer's instances are registered
+	// under, when its pods' eurekube.io/app-name annotations add any to
+	// appName: the counts, the traffic switch, the hold of a lost node and
+	// orphan collection cover them all.
+	// +optional
+	Apps []string `json:"apps,omitempty"`
+
 	// TrafficTo is where callers' calls to the app go, read from which
 	// instances are UP: Here (only this cluster's), Elsewhere (only VMs and
 	// other clusters), Both, or Nowhere.
