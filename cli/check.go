@@ -336,18 +336,22 @@ func evaluateEureka(syncers []v1alpha1.EurekaSyncer) []Finding {
 }
 
 // credentialsAccess is whether the manager may get one object a syncer's
-// spec.eureka names (a SubjectAccessReview).
+// spec.eureka names (a SubjectAccessReview), and for a Secret whether it
+// consents to its use (nil: not known).
 type credentialsAccess struct {
-	syncer  *v1alpha1.EurekaSyncer
-	object  v1alpha1.ReadObject
-	allowed bool
-	reason  string
-	err     error
+	syncer     *v1alpha1.EurekaSyncer
+	object     v1alpha1.ReadObject
+	allowed    bool
+	reason     string
+	err        error
+	consented  *bool
+	consentErr error
 }
 
 // evaluateCredentials: the manager's ServiceAccount can get each Secret
 // and ConfigMap the syncers' spec.eureka names (credentials, CA bundle,
-// client certificate); grant is how a namespace lets it.
+// client certificate), and each Secret consents to its use; grant is how
+// a namespace lets it.
 func evaluateCredentials(access []credentialsAccess, grant v1alpha1.ReadGrant) []Finding {
 	if len(access) == 0 {
 		return []Finding{{Verdict: Pass, Check: checkCredentials, Detail: "no EurekaSyncer names a Secret or ConfigMap for Eureka"}}
@@ -361,6 +365,11 @@ func evaluateCredentials(access []credentialsAccess, grant v1alpha1.ReadGrant) [
 		switch {
 		case a.err != nil:
 			f.Verdict, f.Detail = Warn, fmt.Sprintf("%s/%s: could not ask whether %s can get %s: %v", ns, a.syncer.Name, who, what, a.err)
+		case a.allowed && a.consentErr != nil:
+			f.Verdict, f.Detail = Warn, fmt.Sprintf("%s/%s: %s can get %s; could not check its consent: %v", ns, a.syncer.Name, who, what, a.consentErr)
+		case a.allowed && a.consented != nil && !*a.consented:
+			f.Verdict, f.Detail = Fail, fmt.Sprintf("%s/%s: %s", ns, a.syncer.Name, v1alpha1.SecretNotConsented(ns, a.object.Name, a.object.Field))
+			f.Fix = v1alpha1.SecretConsentCommand(ns, a.object.Name)
 		case a.allowed:
 			f.Verdict, f.Detail = Pass, fmt.Sprintf("%s/%s: %s can get %s", ns, a.syncer.Name, who, what)
 		default:

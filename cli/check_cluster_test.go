@@ -52,6 +52,8 @@ type healthyInstall struct {
 	syncer  *v1alpha1.EurekaSyncer
 	role    *rbacv1.ClusterRole
 	binding *rbacv1.RoleBinding
+	// creds: the syncer's credentials Secret, labelled with its consent.
+	creds *corev1.Secret
 }
 
 func installHealthy(ctx context.Context, t *testing.T, cp *harness.ControlPlane) *healthyInstall {
@@ -102,9 +104,15 @@ func installHealthy(ctx context.Context, t *testing.T, cp *harness.ControlPlane)
 	harness.Eventually(t, 30*time.Second, "the webhook server serves TLS", func() error { return server.StartedChecker()(nil) })
 	h.installWebhook(ctx, t)
 
-	// A syncer with credentials, the RoleBinding that lets the manager
-	// read them, and what the manager would have found.
-	h.syncer = builders.Syncer(checkNamespace, "orders", builders.Credentials("eureka-creds"))
+	// A syncer with credentials, consenting to their use, the RoleBinding
+	// that lets the manager read them, and what the manager would have
+	// found.
+	h.creds = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: checkNamespace, Name: "eureka-creds",
+		Labels: map[string]string{v1alpha1.EurekaCredentialsLabel: "true"}}, StringData: map[string]string{"username": "u", "password": "p"}}
+	if err := c.Create(ctx, h.creds); err != nil {
+		t.Fatal(err)
+	}
+	h.syncer = builders.Syncer(checkNamespace, "orders", builders.Credentials(h.creds.Name))
 	h.syncer.Spec.Eureka.TLS = &v1alpha1.EurekaTLS{CABundleRef: &v1alpha1.CABundleRef{Name: "eureka-ca"}}
 	if err := c.Create(ctx, h.syncer); err != nil {
 		t.Fatal(err)
@@ -282,6 +290,23 @@ func TestCheck_AHealthyInstallationPassesAndEachFaultIsNamed(t *testing.T) {
 		})
 		h.check(t, ExitFailure, "FAIL", checkCredentials, "cannot get ConfigMap "+checkNamespace+"/eureka-ca (spec.eureka.tls.caBundleRef)",
 			"can get Secret "+checkNamespace+"/eureka-creds (spec.eureka.credentialsSecretRef)") // still granted: a PASS line of its own
+	})
+
+	t.Run("credentials Secret without consent", func(t *testing.T) {
+		setConsent := func(labels map[string]string) {
+			var secret corev1.Secret
+			if err := c.Get(ctx, client.ObjectKeyFromObject(h.creds), &secret); err != nil {
+				t.Fatal(err)
+			}
+			secret.Labels = labels
+			if err := c.Update(ctx, &secret); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setConsent(nil)
+		t.Cleanup(func() { setConsent(h.creds.Labels) })
+		h.check(t, ExitFailure, "FAIL", checkCredentials, checkNamespace+"/orders: Secret "+checkNamespace+"/eureka-creds (spec.eureka.credentialsSecretRef) is not used",
+			"fix: kubectl -n "+checkNamespace+" label secret eureka-creds "+v1alpha1.EurekaCredentialsLabel+"=true")
 	})
 
 	t.Run("selected pod not injected", func(t *testing.T) {

@@ -306,10 +306,29 @@ func reviewCredentials(ctx context.Context, c client.Client, syncers []v1alpha1.
 			if a.err = c.Create(ctx, review); a.err == nil {
 				a.allowed, a.reason = review.Status.Allowed, review.Status.Reason
 			}
+			if obj.Kind == "Secret" {
+				a.consented, a.consentErr = secretConsent(ctx, c, s.Namespace, obj.Name)
+			}
 			out = append(out, a)
 		}
 	}
 	return out
+}
+
+// secretConsent reads whether a Secret consents to its use for Eureka
+// (v1alpha1.SecretConsented): its metadata alone, never its data. nil: it
+// does not exist (the syncer's condition says so).
+func secretConsent(ctx context.Context, c client.Reader, namespace, name string) (*bool, error) {
+	var m metav1.PartialObjectMetadata
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &m); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read the labels of Secret %s/%s: %w", namespace, name, err)
+	}
+	consented := v1alpha1.SecretConsented(m.Labels)
+	return &consented, nil
 }
 
 // podFindings are, across the syncers' namespaces, the selected pods

@@ -150,6 +150,13 @@ func TestCheckCredentials_FailureNamesTheObjectAndTheRoleBindingToCreate(t *test
 		"kubectl -n shop create rolebinding eurekube-eureka-credentials --clusterrole=eurekube-eureka-credentials --serviceaccount=eurekube-system:eurekube-manager")
 	expect(t, evaluateCredentials(nil, grant)[0], Pass, "no EurekaSyncer names a Secret or ConfigMap for Eureka")
 
+	// A readable Secret without its consent label is not used: the fix is
+	// the label.
+	no := false
+	expect(t, evaluateCredentials([]credentialsAccess{{syncer: &s, object: objs[0], allowed: true, consented: &no}}, grant)[0], Fail,
+		"shop/orders: Secret shop/eureka-creds (spec.eureka.credentialsSecretRef) is not used: it lacks the label "+v1alpha1.EurekaCredentialsLabel+"=true",
+		"kubectl -n shop label secret eureka-creds "+v1alpha1.EurekaCredentialsLabel+"=true")
+
 	// A Helm release named acme: its ClusterRole and ServiceAccount.
 	acme := v1alpha1.ReadGrant{ClusterRole: "acme-eurekube-eureka-credentials", ServiceAccountNamespace: "platform", ServiceAccountName: "acme-eurekube-manager"}
 	expect(t, evaluateCredentials([]credentialsAccess{{syncer: &s, object: objs[0]}}, acme)[0], Fail, "ServiceAccount platform/acme-eurekube-manager cannot get Secret shop/eureka-creds",
