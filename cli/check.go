@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/manager"
 )
 
@@ -464,10 +465,12 @@ func printFindings(w interface{ Write([]byte) (int, error) }, findings []Finding
 	for _, f := range findings {
 		width = max(width, len(f.Check))
 	}
+	// Redacted: a detail may quote what an older manager wrote, or a
+	// syncer's URL, with a password.
 	for _, f := range findings {
-		fmt.Fprintf(w, "%s  %-*s  %s\n", f.Verdict, width, f.Check, f.Detail)
+		fmt.Fprintf(w, "%s  %-*s  %s\n", f.Verdict, width, f.Check, eureka.Redact(f.Detail))
 		if f.Verdict == Fail && f.Fix != "" {
-			fmt.Fprintf(w, "      fix: %s\n", f.Fix)
+			fmt.Fprintf(w, "      fix: %s\n", eureka.Redact(f.Fix))
 		}
 	}
 }

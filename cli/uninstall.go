@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
 )
 
 const uninstallHelp = `
@@ -122,7 +123,7 @@ func reportLeft(w io.Writer, left []v1alpha1.EurekaSyncer, timeout time.Duration
 	for _, s := range left {
 		fmt.Fprintf(w, "  %s/%s  finalizers: %s\n", s.Namespace, s.Name, orDash(strings.Join(s.Finalizers, ", ")))
 		for _, c := range s.Status.Conditions {
-			fmt.Fprintf(w, "    %s=%s %s: %s\n", c.Type, c.Status, c.Reason, c.Message)
+			fmt.Fprintf(w, "    %s=%s %s: %s\n", c.Type, c.Status, c.Reason, eureka.Redact(c.Message)) // an older manager's may quote a password
 		}
 	}
 	fmt.Fprintf(w, "The manager removes each syncer's finalizer (%s) once it has detached it: it must be running (kubectl -n eurekube-system get pods). Uninstall Eurekube only after every syncer is gone.\n", v1alpha1.Finalizer)
