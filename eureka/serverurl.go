@@ -108,9 +108,9 @@ func endsAuthority(r rune) bool {
 	return unicode.IsSpace(r) || unicode.IsControl(r)
 }
 
-// redactURLError redacts the URL a net/http error (*url.Error) names, which
-// it quotes whole but for the password of the request's own URL: a
-// redirect's Location may carry one, too.
+// redactURLError redacts the URL a *url.Error names: url.Parse's (a request
+// that cannot be built) quotes it whole; net/http's masks the password
+// with "***", and then says "xxxxx" as everything else.
 func redactURLError(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {

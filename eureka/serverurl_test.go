@@ -1,12 +1,18 @@
 package eureka_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
 
 	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/internal/builders"
@@ -131,4 +137,44 @@ var textsQuoting = map[string]func(u string) string{
 	"a url.Error":      func(u string) string { return (&url.Error{Op: "Get", URL: u + "/apps/ORDERS", Err: errors.New("EOF")}).Error() },
 	"a JSON log field": func(u string) string { raw, _ := json.Marshal(map[string]any{"urls": []string{u}}); return string(raw) },
 	"two in a line":    func(u string) string { return u + " then " + u + "," + u },
+}
+
+// A password never reaches what the client prints: New refuses a URL with
+// one, naming it redacted, and a server that redirects to one (a Location
+// with user:password@, which net/http follows) gets an error and debug
+// lines without it.
+func TestClient_NeverShowsAURLsPassword(t *testing.T) {
+	var logs bytes.Buffer
+	log := logrus.New()
+	log.SetOutput(&logs)
+	log.SetLevel(logrus.DebugLevel)
+	log.SetFormatter(&logrus.JSONFormatter{})
+
+	_, err := eureka.New(eureka.Options{URLs: []string{"http://orders:s3cret@eureka:8761/eureka"}, Logger: log})
+	if !errors.Is(err, eureka.ErrCredentialsInURL) || !strings.Contains(err.Error(), "orders:xxxxx@eureka") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("New with a password in the URL: %v, want ErrCredentialsInURL naming the URL redacted", err)
+	}
+
+	dead := strings.Replace(closedPortURL(t), "http://", "http://orders:s3cret@", 1)
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, dead+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer redirecting.Close()
+	c, err := eureka.New(eureka.Options{URLs: []string{redirecting.URL + "/eureka", closedPortURL(t)}, Logger: log, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Heartbeat(ctx(t), "ORDERS", "pod-1", time.Time{})
+	if !errors.Is(err, eureka.ErrUnavailable) {
+		t.Fatalf("heartbeat through a redirect to a closed port: %v, want ErrUnavailable", err)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the error shows the password: %v", err)
+	}
+	if !strings.Contains(logs.String(), "trying the next one") {
+		t.Errorf("no debug line about the failed server: %s", logs.String())
+	}
+	if strings.Contains(logs.String(), "s3cret") {
+		t.Errorf("the log shows the password:\n%s", logs.String())
+	}
 }
