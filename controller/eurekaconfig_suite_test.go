@@ -3,7 +3,6 @@ package controller_test
 import (
 	"context"
 	"crypto/x509"
-	"fmt"
 	"testing"
 	"time"
 
@@ -79,19 +78,7 @@ func TestEurekaTLS_CABundleCredentialsAndTheirRotation(t *testing.T) {
 	if err := direct("first").Register(ctx, vm); err != nil {
 		t.Fatal(err)
 	}
-	readsTheVM := func() error {
-		if err := reachable(s, metav1.ConditionTrue, "")(); err != nil {
-			return err
-		}
-		got, err := getSyncer(s)
-		if err != nil {
-			return err
-		}
-		if got.Status.ElsewhereInstances != 1 {
-			return fmt.Errorf("elsewhereInstances %d, want the VM", got.Status.ElsewhereInstances)
-		}
-		return nil
-	}
+	readsTheVM := readsElsewhere(s, 1)
 	harness.Eventually(t, patience, "the HTTPS server read through the CA bundle, with the credentials", readsTheVM)
 
 	// The password rotates: the server restarts demanding the new one

@@ -395,6 +395,24 @@ func reachable(s *v1alpha1.EurekaSyncer, status metav1.ConditionStatus, reason s
 	}
 }
 
+// readsElsewhere: s's Eureka servers answered it (EurekaReachable True)
+// and it counts n instances of its app elsewhere (VMs).
+func readsElsewhere(s *v1alpha1.EurekaSyncer, n int32) func() error {
+	return func() error {
+		if err := reachable(s, metav1.ConditionTrue, "")(); err != nil {
+			return err
+		}
+		got, err := getSyncer(s)
+		if err != nil {
+			return err
+		}
+		if got.Status.ElsewhereInstances != n {
+			return fmt.Errorf("elsewhereInstances %d, want %d", got.Status.ElsewhereInstances, n)
+		}
+		return nil
+	}
+}
+
 func trafficCondition(st v1alpha1.EurekaSyncerStatus, reason string) error {
 	c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionTrafficApplied)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != reason {
