@@ -3,7 +3,6 @@ package controller
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -203,17 +202,17 @@ func (r *Reconciler) syncPodTraffic(ctx context.Context, s *v1alpha1.EurekaSynce
 			out.lost[string(p.UID)] = p.Spec.NodeName
 		}
 		out.ready[string(p.UID)] = podReady(p)
-		var patch podPatch
+		var setTraffic, setZone string
 		if trafficPatchNeeded(p, traffic) {
-			patch.Metadata.Annotations = map[string]string{v1alpha1.TrafficAnnotation: traffic}
+			setTraffic = traffic
 		}
 		if zone, ok := podZonePatch(p, nodes.zone); ok {
-			patch.Metadata.Labels = map[string]string{corev1.LabelTopologyZone: zone}
+			setZone = zone
 		}
-		if patch.Metadata.Annotations == nil && patch.Metadata.Labels == nil {
+		if setTraffic == "" && setZone == "" {
 			continue
 		}
-		raw, err := json.Marshal(patch)
+		raw, err := PodPatch(setTraffic, setZone)
 		if err != nil { // strings only: cannot happen
 			return out, fmt.Errorf("encode the patch of pod %s: %w", p.Name, err)
 		}
@@ -237,14 +236,6 @@ func trafficPatchNeeded(p *corev1.Pod, traffic string) bool {
 		return false
 	}
 	return current != traffic
-}
-
-// podPatch is a JSON merge patch of a pod's labels and annotations.
-type podPatch struct {
-	Metadata struct {
-		Labels      map[string]string `json:"labels,omitempty"`
-		Annotations map[string]string `json:"annotations,omitempty"`
-	} `json:"metadata"`
 }
 
 // reportTraffic records Events for what this pass switched.
