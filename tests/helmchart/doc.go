@@ -3,7 +3,8 @@
 // lint, the values schema, the one source of truth with manifests/ (the
 // chart rendered with its default values installs the same objects as
 // manifests/default, built with kubectl kustomize), every namespace
-// reference following the release namespace, and a real kube-apiserver
+// reference following the release namespace (the pod write policy's
+// ServiceAccount too, in a kustomize overlay as well), and a real kube-apiserver
 // (envtest) taking every rendered object, with Pod Security restricted
 // admitting the manager's and the uninstall Job's pods, and `eurekube
 // uninstall` deleting syncers as the uninstall Job's ServiceAccount.

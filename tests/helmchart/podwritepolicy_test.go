@@ -1,10 +1,14 @@
 package helmchart
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/eurekube/eurekube/tests/harness"
 )
 
 // The pod write policy bounds the ServiceAccount the manager's pods run
@@ -39,4 +43,42 @@ func TestValues_ThePodWritePolicyBoundsTheReleasesManager(t *testing.T) {
 			}
 		}
 	})
+}
+
+// An overlay of manifests/default that sets its own namespace and lists
+// manifests/pod-write-policy/namespace, as docs/operations.md says, bounds
+// its manager too: the policy names the ServiceAccount in that namespace,
+// and the policy and its binding stay cluster-scoped.
+func TestManifests_AnOverlaysNamespaceReachesThePodWritePolicy(t *testing.T) {
+	const ns = "platform"
+	dir := t.TempDir()
+	manifests, err := filepath.Rel(dir, filepath.Join(tools.root, "manifests"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := "namespace: " + ns + "\nresources:\n- " + manifests + "/default\ntransformers:\n- " + manifests + "/pod-write-policy/namespace\n"
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(overlay), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := run(tools.kubectl, "kustomize", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := harness.DecodeObjects(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := objects(decoded)
+	sa := objs.get(t, "ServiceAccount", "eurekube-manager")
+	var vap admissionregistrationv1.ValidatingAdmissionPolicy
+	objs.typed(t, "ValidatingAdmissionPolicy", "eurekube-manager-pod-writes", &vap)
+	want := "request.userInfo.username == 'system:serviceaccount:" + ns + ":" + sa.GetName() + "'"
+	if sa.GetNamespace() != ns || len(vap.Spec.MatchConditions) != 1 || vap.Spec.MatchConditions[0].Expression != want {
+		t.Errorf("the ServiceAccount is in %s and the policy's matchConditions = %+v, want the one expression %s", sa.GetNamespace(), vap.Spec.MatchConditions, want)
+	}
+	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		if u := objs.get(t, kind, vap.Name); u.GetNamespace() != "" {
+			t.Errorf("%s %s has namespace %q: it is cluster-scoped", kind, vap.Name, u.GetNamespace())
+		}
+	}
 }
