@@ -3,8 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -77,4 +80,74 @@ func (r *Reconciler) firstRegistrant(ctx context.Context, app, fallback string) 
 		return fallback, nil
 	}
 	return first.Namespace, nil
+}
+
+// ownershipCondition is the Permitted condition as far as app ownership
+// goes: nil when the syncer was not checked (being deleted), else True
+// with the grant or the claim, or False naming the policy or the owner
+// and, when pods run from before, that they keep running as they are.
+func ownershipCondition(obs *observed) *metav1.Condition {
+	v := obs.ownership
+	if v == nil {
+		return nil
+	}
+	c := &metav1.Condition{Type: v1alpha1.ConditionPermitted, Status: metav1.ConditionTrue, Reason: v.Reason, Message: v.Message}
+	if !v.Allowed {
+		c.Status = metav1.ConditionFalse
+		if n := obs.pods.injected; n > 0 {
+			c.Message += fmt.Sprintf("; the %d pod(s) injected before keep running as they are, and new ones are refused", n)
+		}
+		c.Message = truncate(c.Message, 1024)
+	}
+	return c
+}
+
+// releaseClaims deletes the claims this cluster's manager made for the
+// apps of a syncer whose detach is complete, where its namespace
+// registers them no more: no other live syncer of the namespace has the
+// app, and no pod of the namespace asks for it by annotation. Another
+// namespace may then claim them. A claim of another namespace, or one the
+// manager did not make, is never touched.
+func (r *Reconciler) releaseClaims(ctx context.Context, s *v1alpha1.EurekaSyncer, apps []string) error {
+	var syncers v1alpha1.EurekaSyncerList
+	if err := r.client.List(ctx, &syncers, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("list EurekaSyncers: %w", err)
+	}
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(s.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	inUse := map[string]bool{}
+	for i := range syncers.Items {
+		if o := &syncers.Items[i]; o.Name != s.Name && o.DeletionTimestamp == nil {
+			inUse[o.EffectiveAppName()] = true
+		}
+	}
+	for i := range pods.Items {
+		if name, ok := pods.Items[i].Annotations[v1alpha1.AnnotationAppName]; ok && pods.Items[i].DeletionTimestamp == nil {
+			inUse[strings.ToUpper(name)] = true
+		}
+	}
+	for _, app := range apps {
+		if inUse[app] {
+			continue
+		}
+		var claim v1alpha1.EurekaAppClaim
+		switch err := r.apiReader.Get(ctx, client.ObjectKey{Name: ownership.ClaimName(app)}, &claim); {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("read EurekaAppClaim of %s: %w", app, err)
+		}
+		if claim.Spec.Namespace != s.Namespace || claim.Spec.App != app || claim.Labels[ownership.ManagedByLabel] != ownership.ManagedByValue {
+			continue
+		}
+		// The precondition keeps a claim made again since the read.
+		err := r.client.Delete(ctx, &claim, client.Preconditions{UID: &claim.UID, ResourceVersion: &claim.ResourceVersion})
+		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return fmt.Errorf("release EurekaAppClaim %s: %w", claim.Name, err)
+		}
+		r.logFrom(ctx).WithField("app", app).Info("released the app's claim: the namespace registers it no more")
+	}
+	return nil
 }

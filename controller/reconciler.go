@@ -268,6 +268,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// not twice.
 	r.reportAdaptations(&s, previous, obs.pods.adaptations)
 	r.reportRegistrarHealth(&s, previousHealth)
+	if deleting && (obs.detached() || !obs.detach.deadline.IsZero() && !time.Now().Before(obs.detach.deadline)) {
+		// The syncer goes: so do the claims of apps its namespace
+		// registers no more. A claim that cannot be released never holds
+		// the syncer back; the platform team may delete it by hand.
+		if err := r.releaseClaims(ctx, &s, obs.apps); err != nil {
+			r.logFrom(ctx).WithError(err).Warn("release the app's claim")
+		}
+	}
 	if deleting {
 		switch {
 		case obs.detached():

@@ -91,6 +91,11 @@ func runSuite(m *testing.M) (int, error) {
 	if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: managerNamespace}}); err != nil {
 		return 0, err
 	}
+	// Many tests run the same app in namespaces of their own; the tenancy
+	// tests remove it for their run.
+	if err := harness.ShareEveryApp(ctx, cp.Client); err != nil {
+		return 0, err
+	}
 	stop, err := startManager(ctx)
 	if err != nil {
 		return 0, err

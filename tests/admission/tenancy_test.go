@@ -1,0 +1,176 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
+	"github.com/eurekube/eurekube/internal/ownership"
+	"github.com/eurekube/eurekube/tests/harness"
+)
+
+// The tenancy attacks, against the real API server and the manager's own
+// webhook and reconciler: a tenant of namespace A tries to register an app
+// that belongs to namespace B. Each attempt is refused with the owner or
+// the policy named, and nothing of A's is admitted to register.
+
+// withoutSharedApps removes the suite's share-everything policy for one
+// test, so that the first-come rule and the test's own policies decide.
+func withoutSharedApps(ctx context.Context, t *testing.T) {
+	t.Helper()
+	shared := &eurekubev1alpha1.EurekaAppPolicy{ObjectMeta: metav1.ObjectMeta{Name: harness.SharedAppsPolicy}}
+	if err := suite.c.Delete(ctx, shared); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := harness.ShareEveryApp(context.Background(), suite.c); err != nil {
+			t.Error(err)
+		}
+	})
+	// The webhook reads policies from the manager's cache.
+	harness.Eventually(t, time.Minute, "the shared policy gone from the manager's view", func() error {
+		return wantCreateRefused(ctx, t, uniqueApp(t, "probe"), optedInNamespace(ctx, t, "probe-b"), optedInNamespace(ctx, t, "probe-a"))
+	})
+}
+
+// uniqueApp is an app name no other test registers.
+func uniqueApp(t *testing.T, prefix string) string {
+	return strings.ToUpper(fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()%1_000_000_000))
+}
+
+// wantCreateRefused admits a pod of app in owner (claiming it), then
+// expects the same app's pod in intruder to be refused naming the owner.
+func wantCreateRefused(ctx context.Context, t *testing.T, app, owner, intruder string) error {
+	if err := suite.c.Create(ctx, builders.Syncer(owner, "svc", builders.AppName(app))); client.IgnoreAlreadyExists(err) != nil {
+		return err
+	}
+	if err := suite.c.Create(ctx, builders.Pod(owner, "svc", builders.Restricted())); err != nil {
+		return fmt.Errorf("the owner's pod: %w", err)
+	}
+	if err := suite.c.Create(ctx, builders.Syncer(intruder, "svc", builders.AppName(app))); client.IgnoreAlreadyExists(err) != nil {
+		return err
+	}
+	err := suite.c.Create(ctx, builders.Pod(intruder, "svc", builders.Restricted()))
+	if err == nil || !strings.Contains(err.Error(), "belongs to namespace "+owner) {
+		return fmt.Errorf("the intruder's pod: %v, want refused naming namespace %s", err, owner)
+	}
+	return nil
+}
+
+func TestTenancy_AnAppBelongsToTheFirstNamespaceThatRegistersIt(t *testing.T) {
+	requireInjection(t)
+	ctx := context.Background()
+	withoutSharedApps(ctx, t)
+	app := uniqueApp(t, "payments")
+	owner, intruder := optedInNamespace(ctx, t, "team-b"), optedInNamespace(ctx, t, "team-a")
+
+	// Through a syncer.
+	if err := wantCreateRefused(ctx, t, app, owner, intruder); err != nil {
+		t.Fatal(err)
+	}
+	var claim eurekubev1alpha1.EurekaAppClaim
+	if err := suite.c.Get(ctx, client.ObjectKey{Name: ownership.ClaimName(app)}, &claim); err != nil {
+		t.Fatalf("no claim of %s: %v", app, err)
+	}
+	if claim.Spec.Namespace != owner || claim.Spec.App != app {
+		t.Errorf("claim %+v, want app %s of namespace %s", claim.Spec, app, owner)
+	}
+
+	// Through an annotation, under a syncer of an app of its own.
+	if err := suite.c.Create(ctx, builders.Syncer(intruder, "own", builders.AppName(uniqueApp(t, "own")))); err != nil {
+		t.Fatal(err)
+	}
+	err := suite.c.Create(ctx, builders.Pod(intruder, "own", builders.Restricted(),
+		builders.Annotations(map[string]string{eurekubev1alpha1.AnnotationAppName: strings.ToLower(app)})))
+	if err == nil || !strings.Contains(err.Error(), "belongs to namespace "+owner) {
+		t.Errorf("annotation eurekube.io/app-name %s in %s: %v, want refused naming %s", app, intruder, err, owner)
+	}
+
+	// The intruder's syncer says why it registers nothing.
+	harness.Eventually(t, 2*time.Minute, "the intruder's syncer Permitted False naming the owner", func() error {
+		var s eurekubev1alpha1.EurekaSyncer
+		if err := suite.c.Get(ctx, client.ObjectKey{Namespace: intruder, Name: "svc"}, &s); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, eurekubev1alpha1.ConditionPermitted)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ownership.ReasonOwnedElsewhere || !strings.Contains(c.Message, owner) {
+			return fmt.Errorf("Permitted %+v", c)
+		}
+		return nil
+	})
+	// And the owner's that it may.
+	harness.Eventually(t, 2*time.Minute, "the owner's syncer Permitted True", func() error {
+		var s eurekubev1alpha1.EurekaSyncer
+		if err := suite.c.Get(ctx, client.ObjectKey{Namespace: owner, Name: "svc"}, &s); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(s.Status.Conditions, eurekubev1alpha1.ConditionPermitted); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Permitted %+v", c)
+		}
+		return nil
+	})
+
+	// A syncer without pods claims its app too: it is the namespace's
+	// declaration that it registers the app.
+	declared := uniqueApp(t, "declared")
+	third := optedInNamespace(ctx, t, "team-c")
+	if err := suite.c.Create(ctx, builders.Syncer(third, "declared", builders.AppName(declared))); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, time.Minute, "the claim of the syncer's app for its namespace", func() error {
+		if err := suite.c.Get(ctx, client.ObjectKey{Name: ownership.ClaimName(declared)}, &claim); err != nil {
+			return err
+		}
+		if claim.Spec.Namespace != third {
+			return fmt.Errorf("claimed for %s, want %s", claim.Spec.Namespace, third)
+		}
+		return nil
+	})
+}
+
+func TestTenancy_APolicyGrantsAnAppOnlyToTheNamespacesItNames(t *testing.T) {
+	requireInjection(t)
+	ctx := context.Background()
+	withoutSharedApps(ctx, t)
+	app := uniqueApp(t, "ledger")
+	owner := optedInNamespace(ctx, t, "team-b", "team", "ledger-"+strings.ToLower(app[len(app)-6:]))
+	intruder := optedInNamespace(ctx, t, "team-a")
+	policy := &eurekubev1alpha1.EurekaAppPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(app)},
+		Spec: eurekubev1alpha1.EurekaAppPolicySpec{Apps: []string{strings.ToLower(app) + "*"},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "ledger-" + strings.ToLower(app[len(app)-6:])}}},
+	}
+	if err := suite.c.Create(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = suite.c.Delete(context.Background(), policy) })
+
+	for _, ns := range []string{owner, intruder} {
+		if err := suite.c.Create(ctx, builders.Syncer(ns, "ledger", builders.AppName(app))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The intruder comes first: a policy is not a race.
+	harness.Eventually(t, time.Minute, "the intruder's pod refused naming the policy", func() error {
+		err := suite.c.Create(ctx, builders.Pod(intruder, "ledger", builders.Restricted()))
+		if err == nil || !strings.Contains(err.Error(), "EurekaAppPolicy "+policy.Name) {
+			return fmt.Errorf("%v, want refused naming EurekaAppPolicy %s", err, policy.Name)
+		}
+		return nil
+	})
+	if err := suite.c.Create(ctx, builders.Pod(owner, "ledger", builders.Restricted())); err != nil {
+		t.Fatalf("the granted namespace's pod: %v", err)
+	}
+	var claim eurekubev1alpha1.EurekaAppClaim
+	if err := suite.c.Get(ctx, client.ObjectKey{Name: ownership.ClaimName(app)}, &claim); err == nil {
+		t.Errorf("an app a policy names was claimed: %+v", claim.Spec)
+	}
+}
