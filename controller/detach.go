@@ -195,7 +195,7 @@ func (r *Reconciler) abandonDetach(ctx context.Context, s *v1alpha1.EurekaSyncer
 // instances that could not be removed, or why they could not be read.
 func (r *Reconciler) leftInEureka(s *v1alpha1.EurekaSyncer, obs *observed) string {
 	if !obs.registryRead {
-		return fmt.Sprintf("its instances, if any (could not read the registry at %s: %v)", strings.Join(r.clients.urls(s), ", "), obs.detach.cause)
+		return fmt.Sprintf("its instances, if any (could not read the registry at %s: %v)", strings.Join(eureka.RedactAll(r.clients.urls(s)), ", "), obs.detach.cause)
 	}
 	ids := make([]string, 0, len(obs.instances))
 	for _, inst := range obs.instances {

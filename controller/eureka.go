@@ -82,7 +82,7 @@ func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eur
 		Timeout: c.timeout, Logger: c.log, Observer: c.observer,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("client for Eureka at %v: %w", urls, err)
+		return nil, fmt.Errorf("client for Eureka at %v: %w", eureka.RedactAll(urls), err)
 	}
 	cache := eureka.NewRegistryCache(cl, c.maxAge)
 	c.byKey[key] = cache

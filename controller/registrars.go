@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/sidecar"
 	"github.com/eurekube/eurekube/webhook"
 )
@@ -228,7 +229,7 @@ func registrarFailureOf(pod *corev1.Pod, now time.Time) (string, bool) {
 		case st.Terminated != nil && st.Terminated.ExitCode != 0:
 			return lastWords(st.Terminated), true
 		case st.Waiting != nil && cannotStart[st.Waiting.Reason]:
-			return truncate(cmp.Or(firstLine(st.Waiting.Message), st.Waiting.Reason), maxLastWords), true
+			return truncate(cmp.Or(firstLine(eureka.Redact(st.Waiting.Message)), st.Waiting.Reason), maxLastWords), true
 		case st.Waiting != nil && last != nil && last.ExitCode != 0: // CrashLoopBackOff, or about to restart
 			return lastWords(last), true
 		case st.Running != nil && last != nil && last.ExitCode != 0 && now.Sub(st.Running.StartedAt.Time) < crashLoopWindow:
@@ -243,7 +244,7 @@ func registrarFailureOf(pod *corev1.Pod, now time.Time) (string, bool) {
 // termination message), led by why it was stopped when that was not its
 // own error exit (OOMKilled, say), or its exit code when it wrote nothing.
 func lastWords(t *corev1.ContainerStateTerminated) string {
-	line := lastLine(t.Message)
+	line := lastLine(eureka.Redact(t.Message)) // an older registrar quoted its URLs whole
 	switch {
 	case t.Reason != "" && t.Reason != "Error" && line != "":
 		line = fmt.Sprintf("%s (exit code %d): %s", t.Reason, t.ExitCode, line)
