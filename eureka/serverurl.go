@@ -13,6 +13,10 @@ import (
 // wherever a URL enters, and credentials come from a Secret instead.
 var ErrCredentialsInURL = errors.New("must not carry credentials (user:password@): put them in a Secret named by spec.eureka.credentialsSecretRef")
 
+// errCommaInURL: the registrar's environment lists its URLs separated by
+// commas, so a URL holds none.
+var errCommaInURL = errors.New("must not contain a comma, which separates the registrar's URLs: write it %2C")
+
 // errNotServerURL: a server URL that is not an absolute http(s) URL with a
 // host.
 var errNotServerURL = errors.New("want an absolute http:// or https:// URL with a host, such as http://eureka:8761/eureka")
@@ -20,11 +24,11 @@ var errNotServerURL = errors.New("want an absolute http:// or https:// URL with 
 // CheckServerURL is the one rule of a Eureka server's base URL, wherever one
 // enters: spec.eureka.serviceURLs of a syncer, the manager's --eureka-url,
 // the registrar's environment, New. The URL is absolute http or https, has
-// a host, and carries no credentials. The CRD's CEL rules on serviceURLs
-// say the same (a property test holds them together), so it parses as the
-// API server's CEL url library does: url.ParseRequestURI, then url.Parse.
-// The error says what is wrong, without the URL: the caller names it,
-// through Redact.
+// a host, and carries no credentials and no comma. The CRD's CEL rules on
+// serviceURLs say the same (a property test holds them together), so it
+// parses as the API server's CEL url library does: url.ParseRequestURI,
+// then url.Parse. The error says what is wrong, without the URL: the
+// caller names it, through Redact.
 func CheckServerURL(raw string) error {
 	_, requestErr := url.ParseRequestURI(raw)
 	u, err := url.Parse(raw)
@@ -33,6 +37,9 @@ func CheckServerURL(raw string) error {
 	}
 	if u.User != nil {
 		return ErrCredentialsInURL
+	}
+	if strings.Contains(raw, ",") {
+		return errCommaInURL
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ var serverURLParts = [][]string{
 	{"://", ":"},
 	{"", "orders:s3cret@", "orders@", ":s3cret@", "@", "or%40ders:s%3Acret@", "orders:s3@cret@", "a b:c@"},
 	{"eureka:8761", "[::1]:8761", "", ":8761", "eu_reka", "%zz"},
-	{"", "/eureka/team@orders", "?owner=ops@example", "/e#a@b", "/%zz", "#x:y@z/"},
+	{"", "/eureka/team@orders", "?owner=ops@example", "/e#a@b", "/%zz", "#x:y@z/", "/a,b"},
 }
 
 // The CRD's CEL rules on spec.eureka.serviceURLs, as the API server runs

@@ -237,6 +237,7 @@ type EurekaServers struct {
 	// +kubebuilder:validation:items:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.all(u, isURL(u) && (url(u).getScheme() == 'http' || url(u).getScheme() == 'https') && url(u).getHostname() != '')",message="every serviceURL must be an absolute http:// or https:// URL with a host, such as http://eureka:8761/eureka"
 	// +kubebuilder:validation:XValidation:rule="self.all(u, !u.matches('^[^:/?#]*://[^/?#]*@'))",message="serviceURLs must not carry credentials (user:password@): put them in a Secret named by spec.eureka.credentialsSecretRef"
+	// +kubebuilder:validation:XValidation:rule="self.all(u, !u.contains(','))",message="serviceURLs must not contain a comma, which separates the registrar's URLs: write it %2C"
 	ServiceURLs []string `json:"serviceURLs,omitempty"`
 
 	// CredentialsSecretRef names a Secret of this namespace with the keys

@@ -24,7 +24,7 @@ func TestSyncer_ServiceURLsAreAdmittedExactlyWhenTheGoRuleAcceptsThem(t *testing
 	for _, scheme := range []string{"http://", "HTTPS://", "ftp://", "http:"} {
 		for _, userinfo := range []string{"", "ledger:s3cret@", "ledger@", ":s3cret@", "@", "led%40ger:s3%3Acret@"} {
 			for _, host := range []string{"eureka:8761", "[::1]:8761", ":8761", ""} {
-				for _, rest := range []string{"", "/eureka/team@ledger", "?owner=ops@example", "#a:b@c"} {
+				for _, rest := range []string{"", "/eureka/team@ledger", "?owner=ops@example", "#a:b@c", "/a,b"} {
 					urls = append(urls, scheme+userinfo+host+rest)
 				}
 			}
