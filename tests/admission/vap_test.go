@@ -28,9 +28,9 @@ const podWritePolicy = "eurekube-manager-pod-writes"
 
 // RBAC lets the manager patch any pod in the cluster; the policy lets its
 // ServiceAccount change only the traffic annotation and the zone label, of
-// pods in opted-in namespaces. The manager here is the shipped RBAC and
-// policy, acted as by impersonating the shipped ServiceAccount; the
-// allowed writes are the reconciler's own patch (controller.PodPatch).
+// pods in opted-in namespaces. The test impersonates the ServiceAccount
+// with the shipped RBAC and policy installed; the writes it expects to
+// pass are the reconciler's own patch (controller.PodPatch).
 func TestPodWritePolicy_TheManagerChangesOnlyItsAnnotationAndLabelOfOptedInPods(t *testing.T) {
 	requireInjection(t)
 	ctx := testContext(t)
