@@ -131,10 +131,12 @@ func FuzzRedact_TheTextNoLongerDependsOnThePassword(f *testing.F) {
 
 // textsQuoting are the ways a URL reaches what is printed.
 var textsQuoting = map[string]func(u string) string{
-	"the URL":          func(u string) string { return u },
-	"quoted":           func(u string) string { return fmt.Sprintf("Eureka server URL %q: refused", u) },
-	"a list":           func(u string) string { return fmt.Sprint([]string{"http://a:8761/eureka", u, "https://b/eureka"}) },
-	"a url.Error":      func(u string) string { return (&url.Error{Op: "Get", URL: u + "/apps/ORDERS", Err: errors.New("EOF")}).Error() },
+	"the URL": func(u string) string { return u },
+	"quoted":  func(u string) string { return fmt.Sprintf("Eureka server URL %q: refused", u) },
+	"a list":  func(u string) string { return fmt.Sprint([]string{"http://a:8761/eureka", u, "https://b/eureka"}) },
+	"a url.Error": func(u string) string {
+		return (&url.Error{Op: "Get", URL: u + "/apps/ORDERS", Err: errors.New("EOF")}).Error()
+	},
 	"a JSON log field": func(u string) string { raw, _ := json.Marshal(map[string]any{"urls": []string{u}}); return string(raw) },
 	"two in a line":    func(u string) string { return u + " then " + u + "," + u },
 }
