@@ -234,6 +234,7 @@ func TestRegistrar_BadConfigurationExitsNamingTheVariable(t *testing.T) {
 		{"port 0", sidecar.EnvPort, "0"},
 		{"port not a number", sidecar.EnvPort, "http"},
 		{"malformed URL", sidecar.EnvEurekaURLs, "eureka:8761"},
+		{"a password in a URL", sidecar.EnvEurekaURLs, "http://orders:s3cret@eureka:8761/eureka"},
 		{"negative interval", sidecar.EnvLeaseRenewalInterval, "-5s"},
 		{"bad metadata", sidecar.EnvMetadata, "zone=a"},
 		{"unknown health type", sidecar.EnvHealthType, "grpc"},
@@ -251,6 +252,9 @@ func TestRegistrar_BadConfigurationExitsNamingTheVariable(t *testing.T) {
 			out := strings.TrimSpace(p.Log())
 			if p.ExitCode() == 0 || !strings.Contains(out, tc.env) || strings.Count(out, "\n") > 0 {
 				t.Fatalf("exit %d, output %q: want non-zero and one line naming %s", p.ExitCode(), out, tc.env)
+			}
+			if strings.Contains(out, "s3cret") {
+				t.Fatalf("output %q shows the URL's password", out)
 			}
 		})
 	}
