@@ -347,7 +347,7 @@ func addScaleFigures(r *Results, o ScaleOptions, sc Scenario, now scaleRun, befo
 		Anchor: now.apiPerResync() + beside(func(b scaleRun) string {
 			return fmt.Sprintf("%s requests per resync: %s", formatValue(b.windowAPI.total()/b.resyncs), b.apiPerResync())
 		}),
-		Method: fmt.Sprintf("the kube-apiserver's apiserver_request_total (requests of a resource; the bench itself sends none in the window) over the same steady-state window as the Eureka requests, divided by the resyncs in it. Every syncer names a credentials Secret, one per namespace, labelled %s=true: the GETs of secrets and configmaps are the manager's reads of what spec.eureka names.", v1alpha1.EurekaCredentialsLabel),
+		Method: fmt.Sprintf("the kube-apiserver's apiserver_request_total (requests of a resource: the manager's, and the re-watches of the API server's own informers; the bench itself sends none in the window) over the same steady-state window as the Eureka requests, divided by the resyncs in it. Every syncer names a credentials Secret, one per namespace, labelled %s=true: the GETs of secrets and configmaps are the manager's reads of what spec.eureka names. A manager that caches them keeps each read longer than this window (docs/operations.md, Eureka credentials): its steady-state average adds the Secrets named, once per that time.", v1alpha1.EurekaCredentialsLabel),
 	})
 }
 
