@@ -22,6 +22,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/allowlist"
 	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/webhook"
@@ -45,6 +46,18 @@ func newNamespace(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return ns.Name
+}
+
+// localEureka allows the suite's syncers to name every server of the
+// suite, which listen on 127.0.0.1, as a platform team allows its Eureka
+// servers with --allowed-eureka-host; the suite's attacker listens on
+// another address (permitted_suite_test.go).
+func localEureka() webhook.Allowlists {
+	hosts, err := allowlist.ParseHosts([]string{"127.0.0.1"})
+	if err != nil {
+		panic(err)
+	}
+	return webhook.Allowlists{EurekaHosts: hosts}
 }
 
 func newSyncer(t testing.TB, ns, name string, urls ...string) *v1alpha1.EurekaSyncer {

@@ -83,7 +83,7 @@ func TestMain(m *testing.M) {
 		log.SetOutput(io.Discard)
 		if err := controller.Setup(mgr, controller.Options{
 			ClusterID: clusterID, ResyncPeriod: resync, EurekaTimeout: time.Second, DetachTimeout: detachTimeout,
-			Defaults: webhook.Defaults{EurekaURLs: []string{"http://" + proxy.Addr() + "/eureka"}, ClusterID: clusterID}, Logger: log,
+			Defaults: webhook.Defaults{EurekaURLs: []string{"http://" + proxy.Addr() + "/eureka"}, ClusterID: clusterID, Allowed: localEureka()}, Logger: log,
 		}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

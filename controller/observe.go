@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -53,6 +54,10 @@ type observed struct {
 	service serviceObserved
 	// traffic: what applying spec.traffic found and did.
 	traffic trafficObserved
+	// notAllowed: the Permitted condition, False, when the manager's
+	// allowlists refuse what the syncer names (permitted.go); Eureka is then
+	// not contacted.
+	notAllowed *metav1.Condition
 	// ownership: whether the namespace may register the syncer's app
 	// (ownership.go); nil when not checked (a deleted syncer).
 	ownership *ownership.Verdict
@@ -86,6 +91,13 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 		}
 		obs.detach.aliveRegistrarPods, obs.detach.registrarPods = registrarPodsOf(all.Items, s.Name)
 		obs.apps = appsOf(s, all.Items)
+	}
+	if obs.notAllowed, err = r.notAllowed(ctx, s); err != nil {
+		return observed{}, nil, err
+	}
+	if obs.notAllowed != nil {
+		obs.eurekaErr, obs.eurekaReason = errNotContacted, obs.notAllowed.Reason
+		return obs, nil, nil
 	}
 	cache, err := r.clients.forSyncer(ctx, s)
 	if err != nil {

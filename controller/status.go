@@ -81,7 +81,7 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 	if s.EffectiveTraffic() == v1alpha1.TrafficStandby || len(obs.traffic.lost) > 0 {
 		inService += next.OutOfServiceInstances
 	}
-	for _, c := range conditions(s, obs, inService) {
+	for _, c := range withPermitted(obs, conditions(s, obs, inService)) {
 		c.ObservedGeneration = s.Generation
 		meta.SetStatusCondition(&next.Conditions, c)
 	}
@@ -127,6 +127,8 @@ func synced(s *v1alpha1.EurekaSyncer, obs *observed, up int32, injected metav1.C
 	switch {
 	case !s.DeletionTimestamp.IsZero():
 		c.Reason, c.Message = reasonDetaching, detachingMessage(obs)
+	case obs.notAllowed != nil:
+		c.Reason, c.Message = obs.notAllowed.Reason, "nothing is synced: see the Permitted condition"
 	case obs.eurekaErr != nil:
 		c.Reason, c.Message = obs.eurekaReason, "Eureka could not be read: see the EurekaReachable condition"
 	case obs.service.active:

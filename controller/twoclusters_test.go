@@ -27,6 +27,7 @@ import (
 	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/sidecar"
 	"github.com/eurekube/eurekube/tests/harness"
+	"github.com/eurekube/eurekube/webhook"
 )
 
 // secondClusterID is the cluster id of the second cluster's manager.
@@ -286,7 +287,8 @@ func startSecondCluster(t *testing.T, id string) client.Client {
 	logs := &lockedBuffer{}
 	log := logrus.New()
 	log.SetOutput(logs)
-	if err := controller.Setup(m, controller.Options{ClusterID: id, ResyncPeriod: resync, EurekaTimeout: 5 * time.Second, Logger: log}); err != nil {
+	if err := controller.Setup(m, controller.Options{ClusterID: id, ResyncPeriod: resync, EurekaTimeout: 5 * time.Second, Logger: log,
+		Defaults: webhook.Defaults{Allowed: localEureka()}}); err != nil {
 		t.Fatalf("the second cluster's reconciler: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
