@@ -304,6 +304,8 @@ metrics: {serviceMonitor: {enabled: true, interval: 30s}}
 credentialsNamespaces: [shop, billing]
 manager:
   eurekaURLs: [http://eureka-0.eureka:8761/eureka, http://eureka-1.eureka:8761/eureka]
+  allowedRegistrarImages: [registry.example.com/eurekube/*]
+  allowedEurekaHosts: ["*.eureka.svc:8761", eureka.shared.example.com]
   defaultDrainSeconds: 60
   clusterID: prod-eu
   resyncPeriod: 1m

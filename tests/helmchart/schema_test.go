@@ -16,6 +16,8 @@ func TestSchema_RejectsBadValuesNamingTheField(t *testing.T) {
 		{"webhook: {timeoutSeconds: 31}", "/webhook/timeoutSeconds"},
 		{"manager: {defaultDrainSeconds: 3601}", "/manager/defaultDrainSeconds"},
 		{"manager: {eurekaURLs: [eureka:8761]}", "/manager/eurekaURLs/0"},
+		{"manager: {allowedRegistrarImages: ['a b']}", "/manager/allowedRegistrarImages/0"},
+		{"manager: {allowedEurekaHosts: ['http://eureka:8761']}", "/manager/allowedEurekaHosts/0"},
 		{"manager: {resyncPeriod: 30}", "/manager/resyncPeriod"},
 		{"manager: {logLevel: verbose}", "/manager/logLevel"},
 		{"manager: {image: {digest: latest}}", "/manager/image/digest"},

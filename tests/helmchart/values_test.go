@@ -24,6 +24,9 @@ func TestValues_ManagerSettingsBecomeItsFlags(t *testing.T) {
 	for _, want := range []string{
 		"--eureka-url=http://eureka-0.eureka:8761/eureka",
 		"--eureka-url=http://eureka-1.eureka:8761/eureka",
+		"--allowed-registrar-image=registry.example.com/eurekube/*",
+		"--allowed-eureka-host=*.eureka.svc:8761",
+		"--allowed-eureka-host=eureka.shared.example.com",
 		"--default-drain=60",
 		"--cluster-id=prod-eu",
 		"--resync-period=1m",
