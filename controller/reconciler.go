@@ -154,7 +154,10 @@ func Setup(mgr manager.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
-	return b.Complete(r)
+	if err := b.Complete(r); err != nil {
+		return err
+	}
+	return setupImports(mgr, r)
 }
 
 // syncersOfPod maps a pod to the syncers of its namespace whose selector

@@ -19,7 +19,8 @@ var (
 
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &EurekaSyncer{}, &EurekaSyncerList{},
-		&EurekaAppPolicy{}, &EurekaAppPolicyList{}, &EurekaAppClaim{}, &EurekaAppClaimList{})
+		&EurekaAppPolicy{}, &EurekaAppPolicyList{}, &EurekaAppClaim{}, &EurekaAppClaimList{},
+		&EurekaImport{}, &EurekaImportList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

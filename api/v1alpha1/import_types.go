@@ -1,0 +1,192 @@
+package v1alpha1
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The other direction: a Eureka app served by VMs (or other clusters)
+// becomes a Kubernetes Service of the import's namespace, whose
+// EndpointSlices hold the app's instances, so that callers that discover
+// through Kubernetes (DNS, kube-proxy, an Ingress, Spring Cloud Kubernetes)
+// reach it by name.
+
+// ImportServiceType is the kind of Service an import keeps.
+// +kubebuilder:validation:Enum=ClusterIP;Headless
+type ImportServiceType string
+
+// Import Service types.
+const (
+	// ImportClusterIP: a virtual IP that kube-proxy balances over the ready
+	// endpoints.
+	ImportClusterIP ImportServiceType = "ClusterIP"
+	// ImportHeadless: no virtual IP; DNS answers with the ready endpoints'
+	// addresses.
+	ImportHeadless ImportServiceType = "Headless"
+)
+
+// ImportPort is one port of the imported Service.
+type ImportPort struct {
+	// Name of the Service port; the EndpointSlices' port of the same name
+	// carries the instances' port.
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// Port the Service listens on.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+	// InstancePort says which port of each instance the Service port
+	// reaches: Port (the instance's port, default) or SecurePort (its
+	// securePort, where enabled).
+	// +optional
+	// +kubebuilder:default=Port
+	InstancePort InstancePort `json:"instancePort,omitempty"`
+}
+
+// InstancePort names a port of a Eureka instance.
+// +kubebuilder:validation:Enum=Port;SecurePort
+type InstancePort string
+
+// Instance ports.
+const (
+	// InstancePortPlain is the instance's port.
+	InstancePortPlain InstancePort = "Port"
+	// InstancePortSecure is the instance's securePort.
+	InstancePortSecure InstancePort = "SecurePort"
+)
+
+// ImportService is the Service an import keeps.
+type ImportService struct {
+	// Name of the Service. Defaults to the lower-cased app name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name,omitempty"`
+	// Type is ClusterIP (default) or Headless.
+	// +optional
+	// +kubebuilder:default=ClusterIP
+	Type ImportServiceType `json:"type,omitempty"`
+	// Ports of the Service. Defaults to one port named http, 80, reaching
+	// each instance's port.
+	// +optional
+	// +kubebuilder:validation:MaxItems=2
+	// +listType=map
+	// +listMapKey=name
+	Ports []ImportPort `json:"ports,omitempty"`
+}
+
+// EurekaImportSpec says which Eureka app becomes which Service.
+// +kubebuilder:validation:XValidation:rule="self.app == oldSelf.app",message="app cannot change: create another import (deleting this one removes the Service it made)",fieldPath=".app"
+// +kubebuilder:validation:XValidation:rule="(has(self.service) && has(self.service.name)) || (size(self.app) <= 63 && self.app.lowerAscii().matches('^[a-z]([-a-z0-9]*[a-z0-9])?$'))",message="the app's name lower-cased is not a valid Service name (a letter first, then letters, digits and '-', at most 63): set service.name",fieldPath=".service"
+type EurekaImportSpec struct {
+	// App is the Eureka app to import (Eureka upper-cases it).
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`
+	App string `json:"app"`
+	// Eureka names the servers to read, as a syncer's eureka block does.
+	// +optional
+	Eureka EurekaServers `json:"eureka,omitempty"`
+	// Service is the Service to keep.
+	// +optional
+	Service ImportService `json:"service,omitempty"`
+	// IncludeThisCluster imports the instances this cluster's Eurekube
+	// registered too. By default only those elsewhere (VMs, other
+	// clusters) are: this cluster's pods already have Services.
+	// +optional
+	IncludeThisCluster bool `json:"includeThisCluster,omitempty"`
+}
+
+// EurekaImportStatus is what the manager measured and wrote.
+type EurekaImportStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// App is the upper-cased app name.
+	// +optional
+	App string `json:"app,omitempty"`
+	// ServiceName is the Service kept.
+	// +optional
+	ServiceName string `json:"serviceName,omitempty"`
+	// Endpoints is ready/total endpoints, such as 2/3.
+	// +optional
+	Endpoints string `json:"endpoints,omitempty"`
+	// ReadyEndpoints counts the endpoints ready (instances UP).
+	// +optional
+	ReadyEndpoints int32 `json:"readyEndpoints,omitempty"`
+	// TotalEndpoints counts every endpoint.
+	// +optional
+	TotalEndpoints int32 `json:"totalEndpoints,omitempty"`
+	// LastSyncTime is when the endpoints last matched a registry read.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// Conditions: Synced, EurekaReachable, ServiceOwned, Permitted.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EurekaImport keeps a selector-less Service of its namespace whose
+// EndpointSlices are a Eureka app's instances: a service on VMs callable
+// by its Kubernetes name.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=eimp,categories=eurekube
+// +kubebuilder:printcolumn:name="App",type=string,JSONPath=`.status.app`
+// +kubebuilder:printcolumn:name="Service",type=string,JSONPath=`.status.serviceName`
+// +kubebuilder:printcolumn:name="Endpoints",type=string,JSONPath=`.status.endpoints`,description="Endpoints ready (instances UP) / total"
+// +kubebuilder:printcolumn:name="Last-Sync",type=date,JSONPath=`.status.lastSyncTime`
+// +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EurekaImport struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is what the user asks for.
+	Spec EurekaImportSpec `json:"spec"`
+	// Status is what the manager measured.
+	// +optional
+	Status EurekaImportStatus `json:"status,omitempty"`
+}
+
+// EurekaImportList is a list of EurekaImports.
+// +kubebuilder:object:root=true
+type EurekaImportList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the imports.
+	Items []EurekaImport `json:"items"`
+}
+
+// DefaultImportPort is the Service port of an import that names none.
+const DefaultImportPort = 80
+
+// EffectiveApp is spec.app upper-cased, as Eureka stores it.
+func (i *EurekaImport) EffectiveApp() string { return strings.ToUpper(i.Spec.App) }
+
+// EffectiveServiceName is spec.service.name, else the lower-cased app.
+func (i *EurekaImport) EffectiveServiceName() string {
+	if i.Spec.Service.Name != "" {
+		return i.Spec.Service.Name
+	}
+	return strings.ToLower(i.Spec.App)
+}
+
+// EffectivePorts are spec.service.ports, else one port named http, 80,
+// reaching each instance's port.
+func (i *EurekaImport) EffectivePorts() []ImportPort {
+	if len(i.Spec.Service.Ports) == 0 {
+		return []ImportPort{{Name: "http", Port: DefaultImportPort, InstancePort: InstancePortPlain}}
+	}
+	out := make([]ImportPort, len(i.Spec.Service.Ports))
+	for n, p := range i.Spec.Service.Ports {
+		if p.InstancePort == "" {
+			p.InstancePort = InstancePortPlain
+		}
+		out[n] = p
+	}
+	return out
+}

@@ -1,0 +1,200 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/sidecar"
+)
+
+// What an import wants, without I/O: from the app's instances, the
+// selector-less Service and the EndpointSlices that hold one endpoint per
+// instance. The mapping of Eureka statuses to endpoint conditions:
+//
+//	UP                         ready, serving
+//	OUT_OF_SERVICE, DOWN       not ready, not serving (taken out on purpose, or failing)
+//	STARTING, UNKNOWN          not ready, not serving (not yet, or not said)
+//
+// None is terminating: Eureka has no such state, and an instance that
+// leaves is cancelled (or evicted) and so is no longer listed at all.
+//
+// An instance is addressed by its ipAddr. One whose ipAddr is not an IP
+// address (a host name registered in its place) is left out and named in
+// the Synced condition: kube-proxy routes only to IP addresses (FQDN
+// slices are deprecated and ignored by it), and resolving the name in the
+// manager would pin one answer of a DNS record that may change.
+
+// Labels and values the manager sets on what an import makes.
+const (
+	// ImportManagedBy is the EndpointSlices' managed-by: the endpoint
+	// slice controller leaves slices of another manager alone.
+	ImportManagedBy = "eurekube.io"
+	// ImportLabel names the import on its Service and slices.
+	ImportLabel = "eurekube.io/import"
+	// maxSliceEndpoints is as many endpoints as one slice holds, the
+	// endpoint slice controller's default.
+	maxSliceEndpoints = 100
+)
+
+// importPlan is what an import wants.
+type importPlan struct {
+	service corev1.Service
+	slices  []discoveryv1.EndpointSlice
+	// ready and total count the endpoints.
+	ready, total int32
+	// unaddressable names the instances left out: no IP address, or no
+	// port enabled that the Service reaches.
+	unaddressable []string
+	// ports: the instance ports seen, for a condition when none fits.
+	ports []string
+}
+
+// endpointConditions maps a Eureka status (see above).
+func endpointConditions(st eureka.Status) discoveryv1.EndpointConditions {
+	up := st == eureka.StatusUp
+	return discoveryv1.EndpointConditions{Ready: ptr.To(up), Serving: ptr.To(up), Terminating: ptr.To(false)}
+}
+
+// importedInstances are the instances an import takes: the app's, less
+// this cluster's own unless it asks for them.
+func importedInstances(imp *v1alpha1.EurekaImport, all []eureka.Instance, clusterID string) []eureka.Instance {
+	if imp.Spec.IncludeThisCluster {
+		return all
+	}
+	var out []eureka.Instance
+	for _, inst := range all {
+		if inst.Metadata[eureka.MetaManagedBy] == eureka.ManagedByValue && inst.Metadata[eureka.MetaCluster] == clusterID {
+			continue
+		}
+		out = append(out, inst)
+	}
+	return out
+}
+
+// planImport builds the Service and slices imp wants for instances.
+func planImport(imp *v1alpha1.EurekaImport, instances []eureka.Instance) importPlan {
+	name := imp.EffectiveServiceName()
+	ports := imp.EffectivePorts()
+	meta := func() metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: imp.Namespace, Labels: map[string]string{ImportLabel: imp.Name}}
+	}
+	plan := importPlan{service: corev1.Service{ObjectMeta: meta()}}
+	plan.service.Name = name
+	for _, p := range ports {
+		plan.service.Spec.Ports = append(plan.service.Spec.Ports, corev1.ServicePort{Name: p.Name, Port: p.Port, Protocol: corev1.ProtocolTCP})
+	}
+	plan.service.Spec.Type = corev1.ServiceTypeClusterIP
+	if imp.Spec.Service.Type == v1alpha1.ImportHeadless {
+		plan.service.Spec.ClusterIP = corev1.ClusterIPNone
+	}
+
+	type group struct {
+		addressType discoveryv1.AddressType
+		ports       []int32
+	}
+	byGroup := map[string][]discoveryv1.Endpoint{}
+	groups := map[string]group{}
+	seenPorts := map[string]bool{}
+	for _, inst := range instances {
+		seenPorts[instancePorts(&inst)] = true
+		addr, err := netip.ParseAddr(inst.IPAddr)
+		if err != nil {
+			plan.unaddressable = append(plan.unaddressable, fmt.Sprintf("%s (ipAddr %q is not an IP address)", inst.InstanceID, inst.IPAddr))
+			continue
+		}
+		g := group{addressType: discoveryv1.AddressTypeIPv4}
+		if addr.Is6() && !addr.Is4In6() {
+			g.addressType = discoveryv1.AddressTypeIPv6
+		}
+		ok := true
+		for _, p := range ports {
+			port, enabled := inst.Port, inst.PortEnabled
+			if p.InstancePort == v1alpha1.InstancePortSecure {
+				port, enabled = inst.SecurePort, inst.SecurePortEnabled
+			}
+			if !enabled || port <= 0 || port > 65535 {
+				ok = false
+				break
+			}
+			g.ports = append(g.ports, int32(port))
+		}
+		if !ok {
+			plan.unaddressable = append(plan.unaddressable, fmt.Sprintf("%s (no enabled port for the Service's ports: %s)", inst.InstanceID, instancePorts(&inst)))
+			continue
+		}
+		ep := discoveryv1.Endpoint{Addresses: []string{addr.Unmap().String()}, Conditions: endpointConditions(inst.Status)}
+		if zone := inst.Metadata[sidecar.MetaZone]; zone != "" {
+			ep.Zone = ptr.To(zone)
+			ep.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
+		}
+		key := fmt.Sprint(g.addressType, g.ports)
+		groups[key] = g
+		byGroup[key] = append(byGroup[key], ep)
+		plan.total++
+		if inst.Status == eureka.StatusUp {
+			plan.ready++
+		}
+	}
+	for p := range seenPorts {
+		plan.ports = append(plan.ports, p)
+	}
+	sort.Strings(plan.ports)
+	sort.Strings(plan.unaddressable)
+
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		g, eps := groups[key], byGroup[key]
+		sort.Slice(eps, func(i, j int) bool { return eps[i].Addresses[0] < eps[j].Addresses[0] })
+		sum := sha256.Sum256([]byte(key))
+		for n := 0; n*maxSliceEndpoints < len(eps); n++ {
+			chunk := eps[n*maxSliceEndpoints : min(len(eps), (n+1)*maxSliceEndpoints)]
+			slice := discoveryv1.EndpointSlice{ObjectMeta: meta(), AddressType: g.addressType, Endpoints: slices.Clone(chunk)}
+			slice.Name = fmt.Sprintf("%s-eurekube-%s-%d", truncateName(name, 200), hex.EncodeToString(sum[:4]), n)
+			slice.Labels[discoveryv1.LabelServiceName] = name
+			slice.Labels[discoveryv1.LabelManagedBy] = ImportManagedBy
+			for i, p := range ports {
+				slice.Ports = append(slice.Ports, discoveryv1.EndpointPort{Name: ptr.To(p.Name), Port: ptr.To(g.ports[i]), Protocol: ptr.To(corev1.ProtocolTCP)})
+			}
+			plan.slices = append(plan.slices, slice)
+		}
+	}
+	return plan
+}
+
+// instancePorts says which ports an instance has enabled.
+func instancePorts(inst *eureka.Instance) string {
+	var parts []string
+	if inst.PortEnabled {
+		parts = append(parts, fmt.Sprintf("port %d", inst.Port))
+	}
+	if inst.SecurePortEnabled {
+		parts = append(parts, fmt.Sprintf("securePort %d", inst.SecurePort))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func truncateName(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.TrimRight(s[:n], "-.")
+}

@@ -1,0 +1,265 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/controller"
+	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/tests/harness"
+)
+
+// vm registers an instance as a Spring app on a VM does: no Eurekube
+// marker.
+func vm(t *testing.T, c *eureka.Client, app, id, ip string, status eureka.Status, zone string) eureka.Instance {
+	t.Helper()
+	inst := eureka.Instance{App: app, InstanceID: id, HostName: ip, IPAddr: ip, VIPAddress: strings.ToLower(app),
+		Status: status, Port: 8080, PortEnabled: true, Metadata: map[string]string{}}
+	if zone != "" {
+		inst.Metadata["zone"] = zone
+	}
+	if err := c.Register(context.Background(), inst); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Cancel(context.Background(), app, id) })
+	return inst
+}
+
+func newImport(t *testing.T, ns, app string, edit func(*v1alpha1.EurekaImportSpec)) *v1alpha1.EurekaImport {
+	t.Helper()
+	imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(app)},
+		Spec: v1alpha1.EurekaImportSpec{App: app}}
+	if edit != nil {
+		edit(&imp.Spec)
+	}
+	if err := k8s.Create(context.Background(), imp); err != nil {
+		t.Fatal(err)
+	}
+	return imp
+}
+
+// importedEndpoints reads the import's slices: address → ready, and the
+// slices' port numbers.
+func importedEndpoints(ns, service string) (map[string]bool, []int32, error) {
+	var slices discoveryv1.EndpointSliceList
+	if err := k8s.List(context.Background(), &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: service}); err != nil {
+		return nil, nil, err
+	}
+	eps, ports := map[string]bool{}, []int32{}
+	for _, s := range slices.Items {
+		if s.Labels[discoveryv1.LabelManagedBy] != controller.ImportManagedBy {
+			return nil, nil, fmt.Errorf("slice %s managed by %q", s.Name, s.Labels[discoveryv1.LabelManagedBy])
+		}
+		for _, p := range s.Ports {
+			ports = append(ports, *p.Port)
+		}
+		for _, e := range s.Endpoints {
+			eps[e.Addresses[0]] = e.Conditions.Ready != nil && *e.Conditions.Ready
+		}
+	}
+	return eps, ports, nil
+}
+
+func wantEndpoints(ns, service string, want map[string]bool) func() error {
+	return func() error {
+		got, _, err := importedEndpoints(ns, service)
+		if err != nil {
+			return err
+		}
+		if fmt.Sprint(sorted(got)) != fmt.Sprint(sorted(want)) {
+			return fmt.Errorf("endpoints %v, want %v", sorted(got), sorted(want))
+		}
+		return nil
+	}
+}
+
+func sorted(m map[string]bool) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, fmt.Sprintf("%s=%v", k, v))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func importCondition(imp *v1alpha1.EurekaImport, typ string) (*metav1.Condition, *v1alpha1.EurekaImport, error) {
+	var got v1alpha1.EurekaImport
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(imp), &got); err != nil {
+		return nil, nil, err
+	}
+	return meta.FindStatusCondition(got.Status.Conditions, typ), &got, nil
+}
+
+func TestImport_AVMOnlyAppBecomesAServiceWithOneEndpointPerInstance(t *testing.T) {
+	ns := newNamespace(t)
+	c := directClient(t, server.URL())
+	app := "PAYMENTS-" + strings.ToUpper(ns[len(ns)-5:])
+	vm(t, c, app, "vm-1:payments:8080", "10.20.0.1", eureka.StatusUp, "zone-a")
+	vm(t, c, app, "vm-2:payments:8080", "10.20.0.2", eureka.StatusOutOfService, "")
+	// This cluster's own pod is not imported by default: it has a Service.
+	s := newSyncer(t, ns, "payments", "http://"+proxy.Addr()+"/eureka")
+	s.Spec.AppName = app
+	own := register(t, c, s, newPod(t, ns, "payments", "payments-1", true, "10.0.30.1"))
+	t.Cleanup(func() { _ = c.Cancel(context.Background(), own.App, own.InstanceID) })
+
+	imp := newImport(t, ns, app, nil)
+	service := strings.ToLower(app)
+	harness.Eventually(t, patience, "the VMs as endpoints, ready as UP", wantEndpoints(ns, service, map[string]bool{"10.20.0.1": true, "10.20.0.2": false}))
+	var svc corev1.Service
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: service}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	if len(svc.Spec.Selector) != 0 || svc.Spec.ClusterIP == corev1.ClusterIPNone || len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || !metav1.IsControlledBy(&svc, imp) {
+		t.Errorf("Service %+v, want selector-less ClusterIP on 80, owned by the import", svc.Spec)
+	}
+	if _, ports, _ := importedEndpoints(ns, service); len(ports) != 1 || ports[0] != 8080 {
+		t.Errorf("slice ports %v, want the instances' 8080", ports)
+	}
+	harness.Eventually(t, patience, "kubectl get eimp: APP SERVICE ENDPOINTS", func() error {
+		out, err := exec.Command("kubectl", "--kubeconfig", cp.Kubeconfig, "get", "eimp", imp.Name, "-n", ns, "--no-headers").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		if got, want := strings.Join(strings.Fields(string(out)), " "), fmt.Sprintf("%s %s %s 1/2 ", imp.Name, app, service); !strings.HasPrefix(got, want) {
+			return fmt.Errorf("%q, want prefix %q", got, want)
+		}
+		return nil
+	})
+
+	// A status change in Eureka reaches the slice.
+	if err := c.SetStatusOverride(context.Background(), app, "vm-2:payments:8080", eureka.StatusUp); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "vm-2 ready once UP", wantEndpoints(ns, service, map[string]bool{"10.20.0.1": true, "10.20.0.2": true}))
+
+	// Deleting the import removes exactly what it made.
+	if err := k8s.Delete(context.Background(), imp); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the Service and slices gone", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: service}, &svc); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Service: %v", err)
+		}
+		if eps, _, err := importedEndpoints(ns, service); err != nil || len(eps) > 0 {
+			return fmt.Errorf("slices left: %v %v", eps, err)
+		}
+		return nil
+	})
+}
+
+func TestImport_IncludesThisClustersInstancesWhenAsked(t *testing.T) {
+	ns := newNamespace(t)
+	c := directClient(t, server.URL())
+	app := "LEDGER-" + strings.ToUpper(ns[len(ns)-5:])
+	vm(t, c, app, "vm-1:ledger:8080", "10.21.0.1", eureka.StatusUp, "")
+	s := newSyncer(t, ns, "ledger", "http://"+proxy.Addr()+"/eureka")
+	s.Spec.AppName = app
+	own := register(t, c, s, newPod(t, ns, "ledger", "ledger-1", true, "10.0.31.1"))
+	t.Cleanup(func() { _ = c.Cancel(context.Background(), own.App, own.InstanceID) })
+	newImport(t, ns, app, func(spec *v1alpha1.EurekaImportSpec) {
+		spec.IncludeThisCluster = true
+		spec.Service = v1alpha1.ImportService{Name: "ledger-all", Type: v1alpha1.ImportHeadless}
+	})
+	harness.Eventually(t, patience, "the VM and the pod", wantEndpoints(ns, "ledger-all", map[string]bool{"10.21.0.1": true, "10.0.31.1": true}))
+}
+
+func TestImport_NeverTakesOverAServiceItDidNotMake(t *testing.T) {
+	ns := newNamespace(t)
+	app := "BILLING-" + strings.ToUpper(ns[len(ns)-5:])
+	vm(t, directClient(t, server.URL()), app, "vm-1:billing:8080", "10.22.0.1", eureka.StatusUp, "")
+	theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "billing", Labels: map[string]string{"app.kubernetes.io/managed-by": "Helm"}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "billing"}, Ports: []corev1.ServicePort{{Name: "web", Port: 8081}}}}
+	if err := k8s.Create(context.Background(), theirs); err != nil {
+		t.Fatal(err)
+	}
+	imp := newImport(t, ns, app, func(spec *v1alpha1.EurekaImportSpec) { spec.Service.Name = "billing" })
+	harness.Eventually(t, patience, "ServiceOwned False naming the owner", func() error {
+		c, _, err := importCondition(imp, "ServiceOwned")
+		if err != nil {
+			return err
+		}
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "Helm") {
+			return fmt.Errorf("ServiceOwned %+v", c)
+		}
+		return nil
+	})
+	var svc corev1.Service
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(theirs), &svc); err != nil {
+		t.Fatal(err)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8081 || svc.Spec.Selector["app"] != "billing" || len(svc.OwnerReferences) > 0 {
+		t.Errorf("their Service changed: %+v", svc)
+	}
+	if eps, _, _ := importedEndpoints(ns, "billing"); len(eps) > 0 {
+		t.Errorf("slices written for a Service that is not the import's: %v", eps)
+	}
+	// Deleting the import leaves their Service alone.
+	if err := k8s.Delete(context.Background(), imp); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the import gone", func() error {
+		if _, _, err := importCondition(imp, "Synced"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("import still there: %v", err)
+		}
+		return nil
+	})
+	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(theirs), &svc); err != nil {
+		t.Errorf("their Service is gone with the import: %v", err)
+	}
+}
+
+func TestImport_AnAppNotYetInEurekaWaitsAndEurekaDownKeepsTheEndpoints(t *testing.T) {
+	ns := newNamespace(t)
+	c := directClient(t, server.URL())
+	app := "STOCK-" + strings.ToUpper(ns[len(ns)-5:])
+	imp := newImport(t, ns, app, nil)
+	harness.Eventually(t, patience, "Synced False NoInstances", func() error {
+		cond, _, err := importCondition(imp, v1alpha1.ConditionSynced)
+		if err != nil {
+			return err
+		}
+		if cond == nil || cond.Reason != "NoInstances" {
+			return fmt.Errorf("Synced %+v", cond)
+		}
+		return nil
+	})
+	vm(t, c, app, "vm-1:stock:8080", "10.23.0.1", eureka.StatusUp, "")
+	service := strings.ToLower(app)
+	harness.Eventually(t, patience, "the VM once registered", wantEndpoints(ns, service, map[string]bool{"10.23.0.1": true}))
+
+	proxy.Block()
+	defer proxy.Unblock()
+	harness.Eventually(t, patience, "EurekaReachable False, the endpoints kept", func() error {
+		cond, _, err := importCondition(imp, v1alpha1.ConditionSynced)
+		if err != nil {
+			return err
+		}
+		if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "kept as last read") {
+			return fmt.Errorf("Synced %+v", cond)
+		}
+		return wantEndpoints(ns, service, map[string]bool{"10.23.0.1": true})()
+	})
+	proxy.Unblock()
+	harness.Eventually(t, patience, "Synced again", func() error {
+		cond, _, err := importCondition(imp, v1alpha1.ConditionSynced)
+		if err != nil {
+			return err
+		}
+		if cond == nil || cond.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Synced %+v", cond)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,356 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/ownership"
+)
+
+// Imports: the other direction. An EurekaImport keeps a selector-less
+// Service of its namespace, and EndpointSlices with one endpoint per
+// instance of a Eureka app (import_plan.go says how), from the registry
+// read every syncer of the same servers shares: the cost of a thousand
+// imports is one read per resync, and a slice is written only when it
+// changes. The Service and slices carry the import as owner and label;
+// nothing else's is ever changed, and deleting the import removes exactly
+// them.
+
+// Reasons of an import's conditions.
+const (
+	reasonImported         = "Imported"
+	reasonNoInstances      = "NoInstances"
+	reasonPortMismatch     = "PortMismatch"
+	reasonServiceNotOwned  = "ServiceNotOwned"
+	reasonServiceOwned     = "ServiceOwned"
+	reasonLeasesExpired    = "LeasesExpired"
+	reasonImportNotAllowed = "NotPermitted"
+)
+
+// Import condition types beyond the syncer's (Synced, EurekaReachable,
+// Permitted).
+const conditionServiceOwned = "ServiceOwned"
+
+// importReconciler keeps EurekaImports. It shares the syncers' Eureka
+// clients and registry reads.
+type importReconciler struct{ *Reconciler }
+
+// setupImports registers the import controller beside the syncers'.
+func setupImports(mgr manager.Manager, r *Reconciler) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("eurekaimport").
+		For(&v1alpha1.EurekaImport{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A Service or slice of an import changed or deleted by hand is
+		// put back.
+		Owns(&corev1.Service{}).
+		Owns(&discoveryv1.EndpointSlice{}).
+		Complete(&importReconciler{r})
+}
+
+// importFinalizer keeps a deleted import until what it made is gone.
+const importFinalizer = "eurekube.io/import"
+
+// Reconcile keeps one import's Service and slices.
+func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var imp v1alpha1.EurekaImport
+	if err := r.client.Get(ctx, req.NamespacedName, &imp); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	log := r.log.WithFields(map[string]any{"namespace": imp.Namespace, "import": imp.Name})
+	if !imp.DeletionTimestamp.IsZero() {
+		if err := r.removeImported(ctx, &imp); err != nil {
+			return reconcile.Result{}, err
+		}
+		if controllerutil.RemoveFinalizer(&imp, importFinalizer) {
+			if err := r.client.Update(ctx, &imp); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, fmt.Errorf("remove finalizer: %w", err)
+			}
+		}
+		log.Info("import deleted: its Service and EndpointSlices removed")
+		return reconcile.Result{}, nil
+	}
+	if controllerutil.AddFinalizer(&imp, importFinalizer) {
+		if err := r.client.Update(ctx, &imp); err != nil {
+			return reconcile.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+
+	before := imp.Status.DeepCopy()
+	st := &imp.Status
+	st.ObservedGeneration, st.App, st.ServiceName = imp.Generation, imp.EffectiveApp(), imp.EffectiveServiceName()
+	set := func(typ string, ok bool, reason, message string) {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
+			Message: truncate(message, 1024), ObservedGeneration: imp.Generation})
+	}
+
+	if refusal := r.importRefusal(ctx, &imp); refusal != nil {
+		set(v1alpha1.ConditionPermitted, false, refusal.reason, refusal.message)
+		set(v1alpha1.ConditionSynced, false, refusal.reason, "nothing is imported: see the Permitted condition")
+		return r.finishImport(ctx, &imp, before)
+	}
+	set(v1alpha1.ConditionPermitted, true, v1alpha1.ReasonPermitted, "the app, its Eureka servers and the namespace are allowed")
+
+	cache, err := r.clients.forSyncer(ctx, importAsSyncer(&imp))
+	var registry *eureka.Registry
+	if err == nil {
+		registry, err = cache.Registry(ctx)
+	}
+	if err != nil {
+		set(v1alpha1.ConditionEurekaReachable, false, reasonEurekaUnreachable, err.Error())
+		stale := "no endpoints were ever imported"
+		if st.LastSyncTime != nil {
+			stale = fmt.Sprintf("the endpoints are kept as last read at %s (%s ago)", st.LastSyncTime.UTC().Format(time.RFC3339), time.Since(st.LastSyncTime.Time).Round(time.Second))
+		}
+		set(v1alpha1.ConditionSynced, false, reasonEurekaUnreachable, "Eureka could not be read: "+stale)
+		r.recorder.Eventf(&imp, nil, corev1.EventTypeWarning, reasonEurekaUnreachable, "Import", "%s", truncate(err.Error(), maxEventNote))
+		return r.finishImport(ctx, &imp, before)
+	}
+	set(v1alpha1.ConditionEurekaReachable, true, "Reachable", "Eureka answered")
+
+	all := registry.Instances(imp.EffectiveApp())
+	plan := planImport(&imp, importedInstances(&imp, all, r.opts.ClusterID))
+	if owner, err := r.applyImport(ctx, &imp, &plan); err != nil {
+		return reconcile.Result{}, err
+	} else if owner != "" {
+		set(conditionServiceOwned, false, reasonServiceNotOwned, owner)
+		set(v1alpha1.ConditionSynced, false, reasonServiceNotOwned, owner)
+		r.recorder.Eventf(&imp, nil, corev1.EventTypeWarning, reasonServiceNotOwned, "Import", "%s", truncate(owner, maxEventNote))
+		return r.finishImport(ctx, &imp, before)
+	}
+	set(conditionServiceOwned, true, reasonServiceOwned, fmt.Sprintf("Service %s and its EndpointSlices are this import's", plan.service.Name))
+	st.ReadyEndpoints, st.TotalEndpoints = plan.ready, plan.total
+	st.Endpoints = fmt.Sprintf("%d/%d", plan.ready, plan.total)
+	readAt := metav1.NewTime(registry.ReadAt().Truncate(time.Second))
+	if st.LastSyncTime == nil || readAt.Sub(st.LastSyncTime.Time) >= lastSyncRefresh || !equality.Semantic.DeepEqual(before, st) {
+		st.LastSyncTime = &readAt
+	}
+	switch expired := expiredLeases(all, time.Now()); {
+	case len(all) == 0:
+		set(v1alpha1.ConditionSynced, false, reasonNoInstances, fmt.Sprintf("Eureka lists no instance of %s yet: the Service has no endpoints until one registers", imp.EffectiveApp()))
+	case plan.total == 0 && len(plan.unaddressable) > 0:
+		set(v1alpha1.ConditionSynced, false, reasonPortMismatch, fmt.Sprintf("no instance of %s fits the Service's ports; the instances have: %s; left out: %s",
+			imp.EffectiveApp(), strings.Join(plan.ports, "; "), names(plan.unaddressable)))
+	case len(expired) > 0:
+		set(v1alpha1.ConditionSynced, true, reasonLeasesExpired, fmt.Sprintf("%d of %d endpoint(s) ready; %d instance(s) are listed past their lease (%s): the server may be in self-preservation, and they may be dead",
+			plan.ready, plan.total, len(expired), names(expired)))
+	case len(plan.unaddressable) > 0:
+		set(v1alpha1.ConditionSynced, true, reasonImported, fmt.Sprintf("%d of %d endpoint(s) ready; left out: %s", plan.ready, plan.total, names(plan.unaddressable)))
+	default:
+		set(v1alpha1.ConditionSynced, true, reasonImported, fmt.Sprintf("%d of %d endpoint(s) ready, from %d instance(s) of %s", plan.ready, plan.total, len(all), imp.EffectiveApp()))
+	}
+	return r.finishImport(ctx, &imp, before)
+}
+
+// finishImport writes the status when it changed, and comes back at the
+// next resync.
+func (r *importReconciler) finishImport(ctx context.Context, imp *v1alpha1.EurekaImport, before *v1alpha1.EurekaImportStatus) (reconcile.Result, error) {
+	if !equality.Semantic.DeepEqual(before, &imp.Status) {
+		old := imp.DeepCopy()
+		old.Status = *before
+		patch := client.MergeFrom(old)
+		if err := r.client.Status().Patch(ctx, imp, patch); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("write status: %w", err)
+		}
+	}
+	return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
+}
+
+// refusal says why an import may not be made.
+type refusal struct{ reason, message string }
+
+// importRefusal applies the platform's rules to an import: its Eureka
+// hosts must be allowed, as a syncer's are, and an app that an
+// EurekaAppPolicy names may be imported only where the policy grants it
+// (an app no policy names is anyone's to call).
+func (r *importReconciler) importRefusal(ctx context.Context, imp *v1alpha1.EurekaImport) *refusal {
+	if err := r.opts.Defaults.CheckAllowed(importAsSyncer(imp)); err != nil {
+		return &refusal{reason: reasonImportNotAllowed, message: err.Error()}
+	}
+	var policies v1alpha1.EurekaAppPolicyList
+	if err := r.client.List(ctx, &policies); err != nil {
+		return &refusal{reason: reasonImportNotAllowed, message: fmt.Sprintf("list EurekaAppPolicies: %v", err)}
+	}
+	var ns corev1.Namespace
+	if err := r.client.Get(ctx, client.ObjectKey{Name: imp.Namespace}, &ns); err != nil {
+		return &refusal{reason: reasonImportNotAllowed, message: fmt.Sprintf("read namespace %s: %v", imp.Namespace, err)}
+	}
+	v := ownership.Decide(imp.EffectiveApp(), ownership.Namespace{Name: ns.Name, Labels: ns.Labels}, policies.Items, nil)
+	if !v.Allowed && !v.NeedsClaim {
+		return &refusal{reason: v.Reason, message: v.Message}
+	}
+	return nil
+}
+
+// importAsSyncer is the syncer-shaped view of an import's Eureka block,
+// which the Eureka access code (its Secrets, its allowlist) reads: one
+// path for both. Its name cannot be a syncer's.
+func importAsSyncer(imp *v1alpha1.EurekaImport) *v1alpha1.EurekaSyncer {
+	return &v1alpha1.EurekaSyncer{
+		ObjectMeta: metav1.ObjectMeta{Namespace: imp.Namespace, Name: "import:" + imp.Name, UID: imp.UID, Generation: imp.Generation},
+		Spec:       v1alpha1.EurekaSyncerSpec{Eureka: imp.Spec.Eureka},
+	}
+}
+
+// expiredLeases names the instances still listed after their lease ran
+// out: a server evicts those within a minute unless it is in
+// self-preservation.
+func expiredLeases(all []eureka.Instance, now time.Time) []string {
+	var out []string
+	for _, inst := range all {
+		lease := inst.Duration
+		if lease <= 0 {
+			lease = 90 * time.Second
+		}
+		// The server evicts at most every 60 s: allow that too.
+		if !inst.LastUpdated.IsZero() && now.Sub(inst.LastUpdated) > lease+time.Minute {
+			out = append(out, inst.InstanceID)
+		}
+	}
+	return out
+}
+
+// applyImport makes the Service and slices what plan wants, writing only
+// what differs. It returns a message naming the owner when the Service's
+// name is taken by something the import did not make; nothing is written
+// then.
+func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.EurekaImport, plan *importPlan) (string, error) {
+	var svc corev1.Service
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(&plan.service), &svc)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := controllerutil.SetControllerReference(imp, &plan.service, r.client.Scheme()); err != nil {
+			return "", err
+		}
+		if err := r.client.Create(ctx, &plan.service); err != nil {
+			return "", fmt.Errorf("create Service %s: %w", plan.service.Name, err)
+		}
+	case err != nil:
+		return "", fmt.Errorf("read Service %s: %w", plan.service.Name, err)
+	case !metav1.IsControlledBy(&svc, imp):
+		return notOwnedMessage(&svc), nil
+	case importServiceDiffers(&svc, &plan.service):
+		if (svc.Spec.ClusterIP == corev1.ClusterIPNone) != (plan.service.Spec.ClusterIP == corev1.ClusterIPNone) {
+			// ClusterIP and headless cannot turn into each other: make it anew.
+			if err := r.client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
+				return "", fmt.Errorf("delete Service %s to change its type: %w", svc.Name, err)
+			}
+			return "", fmt.Errorf("Service %s is made anew for its new type: retry", svc.Name)
+		}
+		svc.Spec.Ports = plan.service.Spec.Ports
+		if err := r.client.Update(ctx, &svc); err != nil {
+			return "", fmt.Errorf("update Service %s: %w", svc.Name, err)
+		}
+	}
+
+	var existing discoveryv1.EndpointSliceList
+	if err := r.client.List(ctx, &existing, client.InNamespace(imp.Namespace), client.MatchingLabels{ImportLabel: imp.Name}); err != nil {
+		return "", fmt.Errorf("list EndpointSlices: %w", err)
+	}
+	have := map[string]*discoveryv1.EndpointSlice{}
+	for i := range existing.Items {
+		if s := &existing.Items[i]; metav1.IsControlledBy(s, imp) {
+			have[s.Name] = s
+		}
+	}
+	for i := range plan.slices {
+		want := &plan.slices[i]
+		got, ok := have[want.Name]
+		delete(have, want.Name)
+		switch {
+		case !ok:
+			if err := controllerutil.SetControllerReference(imp, want, r.client.Scheme()); err != nil {
+				return "", err
+			}
+			if err := r.client.Create(ctx, want); err != nil {
+				return "", fmt.Errorf("create EndpointSlice %s: %w", want.Name, err)
+			}
+		case !equality.Semantic.DeepEqual(got.Endpoints, want.Endpoints) || !equality.Semantic.DeepEqual(got.Ports, want.Ports) ||
+			got.Labels[discoveryv1.LabelServiceName] != want.Labels[discoveryv1.LabelServiceName]:
+			got.Endpoints, got.Ports = want.Endpoints, want.Ports
+			got.Labels[discoveryv1.LabelServiceName] = want.Labels[discoveryv1.LabelServiceName]
+			if err := r.client.Update(ctx, got); err != nil {
+				return "", fmt.Errorf("update EndpointSlice %s: %w", got.Name, err)
+			}
+		}
+	}
+	for _, stale := range have {
+		if err := r.client.Delete(ctx, stale, client.Preconditions{UID: &stale.UID}); client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("delete EndpointSlice %s: %w", stale.Name, err)
+		}
+	}
+	return "", nil
+}
+
+// importServiceDiffers is true when the Service's ports or type are not
+// the plan's.
+func importServiceDiffers(got, want *corev1.Service) bool {
+	if (got.Spec.ClusterIP == corev1.ClusterIPNone) != (want.Spec.ClusterIP == corev1.ClusterIPNone) || len(got.Spec.Ports) != len(want.Spec.Ports) {
+		return true
+	}
+	for i, p := range got.Spec.Ports {
+		w := want.Spec.Ports[i]
+		if p.Name != w.Name || p.Port != w.Port || p.Protocol != w.Protocol {
+			return true
+		}
+	}
+	return len(got.Spec.Selector) > 0
+}
+
+// notOwnedMessage names who a Service belongs to that an import would
+// have made.
+func notOwnedMessage(svc *corev1.Service) string {
+	owner := "no owner reference; it was made by hand or by another tool"
+	if ref := metav1.GetControllerOf(svc); ref != nil {
+		owner = fmt.Sprintf("it belongs to %s %s", ref.Kind, ref.Name)
+	} else if m := svc.Labels["app.kubernetes.io/managed-by"]; m != "" {
+		owner = "it is managed by " + m
+	}
+	return fmt.Sprintf("Service %s exists and is not this import's (%s): nothing is written to it; set spec.service.name to a free name, or delete that Service", svc.Name, owner)
+}
+
+// removeImported deletes the Service and slices the import made, and
+// nothing else.
+func (r *importReconciler) removeImported(ctx context.Context, imp *v1alpha1.EurekaImport) error {
+	var slices discoveryv1.EndpointSliceList
+	if err := r.client.List(ctx, &slices, client.InNamespace(imp.Namespace), client.MatchingLabels{ImportLabel: imp.Name}); err != nil {
+		return fmt.Errorf("list EndpointSlices: %w", err)
+	}
+	for i := range slices.Items {
+		if s := &slices.Items[i]; metav1.IsControlledBy(s, imp) {
+			if err := r.client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete EndpointSlice %s: %w", s.Name, err)
+			}
+		}
+	}
+	var svc corev1.Service
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: imp.Namespace, Name: imp.EffectiveServiceName()}, &svc)
+	if err == nil && metav1.IsControlledBy(&svc, imp) {
+		err = r.client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID})
+	}
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete Service %s: %w", imp.EffectiveServiceName(), err)
+	}
+	return nil
+}
