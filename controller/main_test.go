@@ -72,6 +72,12 @@ func TestMain(m *testing.M) {
 		}
 		defer proxy.Close()
 		k8s = cp.Client
+		// Many tests run the same app in namespaces of their own; the
+		// ownership tests remove it for their run.
+		if err := harness.ShareEveryApp(context.Background(), k8s); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		ctrl.SetLogger(logr.Discard())
 		mgr, err = ctrl.NewManager(cp.Config, ctrl.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 			Cache: controller.CacheOptions()}) // as the manager caches pods

@@ -23,7 +23,8 @@ import (
 // this file computes Synced, EurekaReachable, PodsInjected, Exclusive and
 // Drained; the concerns compute theirs: RegistrarCurrent and
 // RegistrarHealthy (registrars.go), TrafficApplied (traffic.go), LeaseSafe
-// (leasesafe.go), ServiceReachable and Synced in Service mode
+// (leasesafe.go), Permitted (ownership.go; the allowlists add to it),
+// ServiceReachable and Synced in Service mode
 // (service_status.go), Synced's message while the syncer is deleted
 // (detach.go).
 
@@ -95,7 +96,8 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 }
 
 // conditions returns Synced, EurekaReachable, PodsInjected, Exclusive,
-// Drained, RegistrarCurrent, RegistrarHealthy, TrafficApplied and LeaseSafe.
+// Drained, RegistrarCurrent, RegistrarHealthy, TrafficApplied, LeaseSafe
+// and, for a live syncer, Permitted (ownership.go).
 // up counts the instances UP, and those held OUT_OF_SERVICE on purpose.
 func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Condition {
 	injected := metav1.Condition{Type: v1alpha1.ConditionPodsInjected, Status: metav1.ConditionTrue, Reason: "AllInjected",
@@ -111,8 +113,12 @@ func conditions(s *v1alpha1.EurekaSyncer, obs *observed, up int32) []metav1.Cond
 		reachable.Status, reachable.Reason, reachable.Message = metav1.ConditionFalse, obs.eurekaReason, truncate(eureka.Redact(obs.eurekaErr.Error()), 1024)
 	}
 
-	return []metav1.Condition{synced(s, obs, up, injected), reachable, injected, exclusive(s, obs), drained(obs), registrarCurrent(s, obs),
+	out := []metav1.Condition{synced(s, obs, up, injected), reachable, injected, exclusive(s, obs), drained(obs), registrarCurrent(s, obs),
 		registrarHealthy(s, obs), trafficCondition(s, obs), leaseSafe(s)}
+	if c := ownershipCondition(obs); c != nil {
+		out = append(out, *c)
+	}
+	return out
 }
 
 // synced says whether Eureka agrees with Kubernetes: every selected pod
