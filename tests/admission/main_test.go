@@ -132,6 +132,9 @@ func startManager(ctx context.Context) (stop func(), err error) {
 	cfg, err := manager.ParseFlags([]string{
 		"--registrar-image=" + registrarImage,
 		"--eureka-url=" + defaultEureka,
+		// The Eureka server the TLS story's syncer names, as a platform team
+		// allows its own (allowlist_test.go refuses others).
+		"--allowed-eureka-host=eureka.corp.example",
 		"--default-drain=" + strconv.Itoa(defaultDrain),
 		"--cert-dir=" + suite.certDir,
 		"--webhook-host=127.0.0.1",

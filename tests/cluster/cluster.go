@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eurekube/eurekube/internal/allowlist"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/tests/node"
 )
@@ -187,18 +188,59 @@ func install(ctx context.Context, n *node.Node, o Options) (*Cluster, error) {
 }
 
 // applyDefault applies manifests/default with the node's kubectl, as the
-// README tells users to.
+// README tells users to, allowing the node's Eureka servers as a platform
+// team allows its own (AllowNodeEureka).
 func (c *Cluster) applyDefault(ctx context.Context) error {
 	root, err := harness.RepoRoot()
 	if err != nil {
 		return err
 	}
+	dir, err := os.MkdirTemp("", "eurekube-default-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	overlay, err := AllowNodeEureka(filepath.Join(root, "manifests", "default"), dir)
+	if err != nil {
+		return err
+	}
 	out, err := exec.CommandContext(ctx, c.Node.Kubectl(), "--kubeconfig", c.Node.Kubeconfig,
-		"apply", "--server-side", "-k", filepath.Join(root, "manifests", "default")).CombinedOutput()
+		"apply", "--server-side", "-k", overlay).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("kubectl apply -k manifests/default: %w\n%s", err, out)
 	}
 	return nil
+}
+
+// AllowNodeEureka writes into dir a kustomization of base (manifests/default
+// or manifests/self-managed) that adds what a platform team adds for its
+// Eureka servers: the manager's --allowed-eureka-host for the node's
+// address, where the suites' Eureka servers listen on ports of their own.
+// The syncers of the stories name those servers; without it the manager
+// would refuse them (docs/operations.md, the allowlists). It returns the
+// directory to apply with kubectl -k.
+func AllowNodeEureka(base, dir string) (string, error) {
+	rel, err := filepath.Rel(dir, base) // kustomize takes a base by relative path
+	if err != nil {
+		return "", err
+	}
+	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- %s
+patches:
+- target:
+    kind: Deployment
+    name: %s
+  patch: |-
+    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: --%s=%s
+`, filepath.ToSlash(rel), ManagerDeployment, allowlist.HostsFlag, node.NodeIP)
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
+		return "", fmt.Errorf("kustomization allowing the node's Eureka: %w", err)
+	}
+	return dir, nil
 }
 
 // WaitInstalled waits until the manager's Deployment is available with

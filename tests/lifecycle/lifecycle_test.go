@@ -26,6 +26,7 @@ import (
 	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/tests/images"
+	"github.com/eurekube/eurekube/tests/node"
 )
 
 // release is the Helm release, named as the README installs it, so its
@@ -59,7 +60,9 @@ func TestLifecycle_HelmInstallUpgradeUninstallWithoutCertManager(t *testing.T) {
 	t.Log("helm install, certificates self-managed")
 	runHelm(t, "install", release, filepath.Join(root, "charts", "eurekube"), "--namespace", cluster.ManagerNamespace, "--create-namespace",
 		"--set", "certificates.mode=self-managed", "--set", "manager.image.tag=dev", "--set", "registrar.image.tag=dev",
-		"--set-json", fmt.Sprintf("manager.eurekaURLs=[%q]", c.Eureka.URL()), "--wait", "--timeout", "5m")
+		"--set-json", fmt.Sprintf("manager.eurekaURLs=[%q]", c.Eureka.URL()),
+		// The syncer names every peer, each on a port of its own.
+		"--set-json", fmt.Sprintf("manager.allowedEurekaHosts=[%q]", node.NodeIP), "--wait", "--timeout", "5m")
 	waitInstalled(t)
 	if err := c.Deploy(ctx, app, nil); err != nil {
 		t.Fatal(err)
@@ -116,7 +119,7 @@ func TestLifecycle_HelmInstallUpgradeUninstallWithoutCertManager(t *testing.T) {
 	waitNothingLeft(t, app)
 
 	t.Log("kustomize: manifests/self-managed, the app's syncer again, then eurekube uninstall and kubectl delete -k")
-	kubectl(t, "apply", "--server-side", "-k", filepath.Join(root, "manifests", "self-managed"))
+	kubectl(t, "apply", "--server-side", "-k", selfManaged(t))
 	waitInstalled(t)
 	harness.Eventually(t, 2*time.Minute, "the CRD served", func() error {
 		return kube.List(ctx, &v1alpha1.EurekaSyncerList{}) // a fresh client: no stale discovery

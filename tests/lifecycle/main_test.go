@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,22 @@ func kubectl(t *testing.T, args ...string) {
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
+}
+
+// selfManaged is manifests/self-managed as a platform team applies it for
+// the node's Eureka servers, which the stories' syncers name
+// (cluster.AllowNodeEureka).
+func selfManaged(t *testing.T) string {
+	t.Helper()
+	root, err := harness.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := cluster.AllowNodeEureka(filepath.Join(root, "manifests", "self-managed"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // runCLI runs the eurekube command line against the node and returns its

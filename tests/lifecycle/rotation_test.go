@@ -39,7 +39,7 @@ func TestLifecycle_PodsFollowARotatedEurekaPasswordWithoutARestart(t *testing.T)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = server.Stop() }) // after the uninstall below: the detach reads it
-	kubectl(t, "apply", "--server-side", "-k", filepath.Join(root, "manifests", "self-managed"))
+	kubectl(t, "apply", "--server-side", "-k", selfManaged(t))
 	waitInstalled(t)
 	t.Cleanup(func() {
 		runCLI(t, 0, "uninstall", "--timeout=5m")
