@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eurekube/eurekube/internal/allowlist"
 	"github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/webhook"
 )
@@ -62,6 +63,8 @@ type injectFlags struct {
 	execSleep      bool
 	excluded       []string
 	logLevel       string
+	allowedImages  []string
+	allowedHosts   []string
 }
 
 // managerFlags locate the manager in the cluster.
@@ -92,6 +95,8 @@ func runInject(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&f.execSleep, "exec-sleep-fallback", defaults.ExecSleepFallback, "the manager's --exec-sleep-fallback")
 	fs.StringSliceVar(&f.excluded, "excluded-namespace", defaults.ExcludedNamespaces, "the manager's --excluded-namespace (its own namespace is always excluded)")
 	fs.StringVar(&f.logLevel, "log-level", defaults.LogLevel, "the manager's --log-level, which the registrar inherits")
+	fs.StringSliceVar(&f.allowedImages, allowlist.ImagesFlag, nil, "the manager's --"+allowlist.ImagesFlag+": registrar images syncers may name besides --registrar-image")
+	fs.StringSliceVar(&f.allowedHosts, allowlist.HostsFlag, nil, "the manager's --"+allowlist.HostsFlag+": Eureka hosts syncers may name besides those of --eureka-url")
 	f.manager.add(fs)
 	f.kube.add(fs, `namespace of the documents that name none (default "default")`)
 	if err := parse(fs, args); err != nil {
@@ -168,7 +173,7 @@ func (f *injectFlags) offlineSource(fs *pflag.FlagSet, stream *offlineSource, de
 		switch fl.Name {
 		case "registrar-image", "cluster-id", "default-drain", "exec-sleep-fallback", "log-level":
 			managerArgs = append(managerArgs, "--"+fl.Name+"="+fl.Value.String())
-		case "eureka-url", "excluded-namespace":
+		case "eureka-url", "excluded-namespace", allowlist.ImagesFlag, allowlist.HostsFlag:
 			for _, v := range fl.Value.(pflag.SliceValue).GetSlice() {
 				managerArgs = append(managerArgs, "--"+fl.Name+"="+v)
 			}
