@@ -43,6 +43,9 @@ const (
 	reasonServiceOwned     = "ServiceOwned"
 	reasonLeasesExpired    = "LeasesExpired"
 	reasonImportNotAllowed = "NotPermitted"
+	// reasonEndpointsChanged is the Normal Event of a pass that wrote
+	// slices: at most one per registry read, none while nothing changes.
+	reasonEndpointsChanged = "EndpointsChanged"
 )
 
 // Import condition types beyond the syncer's (Synced, EurekaReachable,
@@ -72,6 +75,9 @@ const importFinalizer = "eurekube.io/import"
 func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var imp v1alpha1.EurekaImport
 	if err := r.client.Get(ctx, req.NamespacedName, &imp); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetImportMetrics(req.Namespace, req.Name)
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	log := r.log.WithFields(map[string]any{"namespace": imp.Namespace, "import": imp.Name})
@@ -84,6 +90,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 				return reconcile.Result{}, fmt.Errorf("remove finalizer: %w", err)
 			}
 		}
+		forgetImportMetrics(imp.Namespace, imp.Name)
 		log.Info("import deleted: its Service and EndpointSlices removed")
 		return reconcile.Result{}, nil
 	}
@@ -131,9 +138,11 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 	all := registry.Instances(imp.EffectiveApp())
 	plan := planImport(&imp, importedInstances(&imp, all, r.opts.ClusterID))
-	if owner, err := r.applyImport(ctx, &imp, &plan); err != nil {
+	owner, written, err := r.applyImport(ctx, &imp, &plan)
+	if err != nil {
 		return reconcile.Result{}, err
-	} else if owner != "" {
+	}
+	if owner != "" {
 		set(conditionServiceOwned, false, reasonServiceNotOwned, owner)
 		set(v1alpha1.ConditionSynced, false, reasonServiceNotOwned, owner)
 		r.recorder.Eventf(&imp, nil, corev1.EventTypeWarning, reasonServiceNotOwned, "Import", "%s", truncate(owner, maxEventNote))
@@ -141,6 +150,11 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	set(conditionServiceOwned, true, reasonServiceOwned, fmt.Sprintf("Service %s and its EndpointSlices are this import's", plan.service.Name))
 	st.ReadyEndpoints, st.TotalEndpoints = plan.ready, plan.total
+	setImportGauges(imp.Namespace, imp.Name, plan.ready, plan.total)
+	if written > 0 {
+		r.recorder.Eventf(&imp, nil, corev1.EventTypeNormal, reasonEndpointsChanged, "Import", "Service %s: %d of %d endpoint(s) ready (%d EndpointSlice(s) written)",
+			plan.service.Name, plan.ready, plan.total, written)
+	}
 	st.Endpoints = fmt.Sprintf("%d/%d", plan.ready, plan.total)
 	readAt := metav1.NewTime(registry.ReadAt().Truncate(time.Second))
 	if st.LastSyncTime == nil || readAt.Sub(st.LastSyncTime.Time) >= lastSyncRefresh || !equality.Semantic.DeepEqual(before, st) {
@@ -232,41 +246,42 @@ func expiredLeases(all []eureka.Instance, now time.Time) []string {
 }
 
 // applyImport makes the Service and slices what plan wants, writing only
-// what differs. It returns a message naming the owner when the Service's
-// name is taken by something the import did not make; nothing is written
-// then.
-func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.EurekaImport, plan *importPlan) (string, error) {
+// what differs, and counts the slices it created, updated or deleted. It
+// returns a message naming the owner when the Service's name is taken by
+// something the import did not make; nothing is written then.
+func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.EurekaImport, plan *importPlan) (string, int, error) {
+	written := 0
 	var svc corev1.Service
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(&plan.service), &svc)
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := controllerutil.SetControllerReference(imp, &plan.service, r.client.Scheme()); err != nil {
-			return "", err
+			return "", written, err
 		}
 		if err := r.client.Create(ctx, &plan.service); err != nil {
-			return "", fmt.Errorf("create Service %s: %w", plan.service.Name, err)
+			return "", written, fmt.Errorf("create Service %s: %w", plan.service.Name, err)
 		}
 	case err != nil:
-		return "", fmt.Errorf("read Service %s: %w", plan.service.Name, err)
+		return "", written, fmt.Errorf("read Service %s: %w", plan.service.Name, err)
 	case !metav1.IsControlledBy(&svc, imp):
-		return notOwnedMessage(&svc), nil
+		return notOwnedMessage(&svc), 0, nil
 	case importServiceDiffers(&svc, &plan.service):
 		if (svc.Spec.ClusterIP == corev1.ClusterIPNone) != (plan.service.Spec.ClusterIP == corev1.ClusterIPNone) {
 			// ClusterIP and headless cannot turn into each other: make it anew.
 			if err := r.client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
-				return "", fmt.Errorf("delete Service %s to change its type: %w", svc.Name, err)
+				return "", written, fmt.Errorf("delete Service %s to change its type: %w", svc.Name, err)
 			}
-			return "", fmt.Errorf("Service %s is made anew for its new type: retry", svc.Name)
+			return "", written, fmt.Errorf("Service %s is made anew for its new type: retry", svc.Name)
 		}
 		svc.Spec.Ports = plan.service.Spec.Ports
 		if err := r.client.Update(ctx, &svc); err != nil {
-			return "", fmt.Errorf("update Service %s: %w", svc.Name, err)
+			return "", written, fmt.Errorf("update Service %s: %w", svc.Name, err)
 		}
 	}
 
 	var existing discoveryv1.EndpointSliceList
 	if err := r.client.List(ctx, &existing, client.InNamespace(imp.Namespace), client.MatchingLabels{ImportLabel: imp.Name}); err != nil {
-		return "", fmt.Errorf("list EndpointSlices: %w", err)
+		return "", written, fmt.Errorf("list EndpointSlices: %w", err)
 	}
 	have := map[string]*discoveryv1.EndpointSlice{}
 	for i := range existing.Items {
@@ -281,26 +296,29 @@ func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.Eureka
 		switch {
 		case !ok:
 			if err := controllerutil.SetControllerReference(imp, want, r.client.Scheme()); err != nil {
-				return "", err
+				return "", written, err
 			}
 			if err := r.client.Create(ctx, want); err != nil {
-				return "", fmt.Errorf("create EndpointSlice %s: %w", want.Name, err)
+				return "", written, fmt.Errorf("create EndpointSlice %s: %w", want.Name, err)
 			}
+			written++
 		case !equality.Semantic.DeepEqual(got.Endpoints, want.Endpoints) || !equality.Semantic.DeepEqual(got.Ports, want.Ports) ||
 			got.Labels[discoveryv1.LabelServiceName] != want.Labels[discoveryv1.LabelServiceName]:
 			got.Endpoints, got.Ports = want.Endpoints, want.Ports
 			got.Labels[discoveryv1.LabelServiceName] = want.Labels[discoveryv1.LabelServiceName]
 			if err := r.client.Update(ctx, got); err != nil {
-				return "", fmt.Errorf("update EndpointSlice %s: %w", got.Name, err)
+				return "", written, fmt.Errorf("update EndpointSlice %s: %w", got.Name, err)
 			}
+			written++
 		}
 	}
 	for _, stale := range have {
 		if err := r.client.Delete(ctx, stale, client.Preconditions{UID: &stale.UID}); client.IgnoreNotFound(err) != nil {
-			return "", fmt.Errorf("delete EndpointSlice %s: %w", stale.Name, err)
+			return "", written, fmt.Errorf("delete EndpointSlice %s: %w", stale.Name, err)
 		}
+		written++
 	}
-	return "", nil
+	return "", written, nil
 }
 
 // importServiceDiffers is true when the Service's ports or type are not

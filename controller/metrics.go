@@ -35,6 +35,10 @@ var (
 		Name: "eurekube_syncer_outdated_registrar_pods",
 		Help: "Running pods the syncer injected that run a registrar image other than the current one (a rollout updates them).",
 	}, []string{"namespace", "syncer"})
+	importEndpointsGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eurekube_import_endpoints",
+		Help: "Endpoints of an import's EndpointSlices, by condition (ready: instances UP; total: every instance imported), as last written; kept as they are while Eureka cannot be read.",
+	}, []string{"namespace", "import", "condition"})
 	eurekaRequests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "eurekube_eureka_request_duration_seconds",
 		Help:    "Eureka requests of the reconciler, by operation and result.",
@@ -43,7 +47,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(instancesGauge, orphansRemoved, adaptationsGauge, syncedGauge, outdatedGauge, eurekaRequests)
+	metrics.Registry.MustRegister(instancesGauge, orphansRemoved, adaptationsGauge, syncedGauge, outdatedGauge, importEndpointsGauge, eurekaRequests)
 }
 
 // requestObserver feeds eurekaRequests; it implements eureka.Observer.
@@ -65,6 +69,17 @@ func forgetMetrics(namespace, syncer string) {
 	adaptationSeries.Lock()
 	delete(adaptationSeries.reasons, types.NamespacedName{Namespace: namespace, Name: syncer})
 	adaptationSeries.Unlock()
+}
+
+// setImportGauges publishes how many endpoints an import's slices hold.
+func setImportGauges(namespace, imp string, ready, total int32) {
+	importEndpointsGauge.WithLabelValues(namespace, imp, "ready").Set(float64(ready))
+	importEndpointsGauge.WithLabelValues(namespace, imp, "total").Set(float64(total))
+}
+
+// forgetImportMetrics drops the series of an import that is gone.
+func forgetImportMetrics(namespace, imp string) {
+	importEndpointsGauge.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "import": imp})
 }
 
 // adaptationSeries remembers which reasons each syncer's gauge holds, so a

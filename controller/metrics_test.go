@@ -38,3 +38,28 @@ func TestSetAdaptationGauges_ASeriesGoesWithItsReasonAndItsSyncer(t *testing.T) 
 		t.Fatalf("%d series after the syncer went, want %d", count(), base)
 	}
 }
+
+func TestImportGauges_ReadyAndTotalGoWithTheImport(t *testing.T) {
+	value := func(condition string) float64 {
+		var m dto.Metric
+		if err := importEndpointsGauge.WithLabelValues("gauge-test", "payments", condition).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetGauge().GetValue()
+	}
+	count := func() int {
+		ch := make(chan prometheus.Metric, 100)
+		importEndpointsGauge.Collect(ch)
+		close(ch)
+		return len(ch)
+	}
+	base := count()
+	setImportGauges("gauge-test", "payments", 2, 3)
+	if ready, total := value("ready"), value("total"); ready != 2 || total != 3 || count() != base+2 {
+		t.Fatalf("ready %v, total %v, %d series; want 2, 3, %d", ready, total, count(), base+2)
+	}
+	forgetImportMetrics("gauge-test", "payments")
+	if count() != base {
+		t.Fatalf("%d series after the import went, want %d", count(), base)
+	}
+}
