@@ -58,28 +58,14 @@ func (r *Reconciler) checkOwnership(ctx context.Context, s *v1alpha1.EurekaSynce
 	return nil
 }
 
-// firstRegistrant is the namespace of the oldest live syncer of the
-// cluster that registers app, or fallback if none does.
+// firstRegistrant is ownership.FirstRegistrant among the cluster's
+// syncers.
 func (r *Reconciler) firstRegistrant(ctx context.Context, app, fallback string) (string, error) {
 	var all v1alpha1.EurekaSyncerList
 	if err := r.client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
 		return "", fmt.Errorf("list EurekaSyncers: %w", err)
 	}
-	var first *v1alpha1.EurekaSyncer
-	for i := range all.Items {
-		s := &all.Items[i]
-		if s.DeletionTimestamp != nil || s.EffectiveAppName() != app {
-			continue
-		}
-		if first == nil || s.CreationTimestamp.Before(&first.CreationTimestamp) ||
-			s.CreationTimestamp.Equal(&first.CreationTimestamp) && s.Namespace+"/"+s.Name < first.Namespace+"/"+first.Name {
-			first = s
-		}
-	}
-	if first == nil {
-		return fallback, nil
-	}
-	return first.Namespace, nil
+	return ownership.FirstRegistrant(all.Items, app, fallback), nil
 }
 
 // ownershipCondition is the Permitted condition as far as app ownership

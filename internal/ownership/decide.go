@@ -209,3 +209,27 @@ func ClaimName(app string) string {
 }
 
 func upper(app string) string { return strings.ToUpper(app) }
+
+// FirstRegistrant is the namespace of the oldest live syncer among
+// syncers that registers app, or fallback when none does: whom an
+// unclaimed app is claimed for, so that on an upgrade, where several
+// namespaces may register it already, the first keeps it whoever asks
+// first.
+func FirstRegistrant(syncers []v1alpha1.EurekaSyncer, app, fallback string) string {
+	app = strings.ToUpper(app)
+	var first *v1alpha1.EurekaSyncer
+	for i := range syncers {
+		s := &syncers[i]
+		if s.DeletionTimestamp != nil || s.EffectiveAppName() != app {
+			continue
+		}
+		if first == nil || s.CreationTimestamp.Before(&first.CreationTimestamp) ||
+			s.CreationTimestamp.Equal(&first.CreationTimestamp) && s.Namespace+"/"+s.Name < first.Namespace+"/"+first.Name {
+			first = s
+		}
+	}
+	if first == nil {
+		return fallback
+	}
+	return first.Namespace
+}

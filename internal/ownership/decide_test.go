@@ -124,3 +124,28 @@ func TestClaimName_IsAValidObjectNameOneToOneWithTheApp(t *testing.T) {
 		t.Errorf("ClaimName(ORDERS) = %q, want the readable orders", got)
 	}
 }
+
+func TestFirstRegistrant_IsTheOldestLiveSyncersNamespace(t *testing.T) {
+	at := func(sec int64) metav1.Time { return metav1.Unix(1_700_000_000+sec, 0) }
+	syncer := func(ns, name, app string, created metav1.Time, deleting bool) v1alpha1.EurekaSyncer {
+		s := v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: created},
+			Spec: v1alpha1.EurekaSyncerSpec{AppName: app}}
+		if deleting {
+			s.DeletionTimestamp = &created
+		}
+		return s
+	}
+	all := []v1alpha1.EurekaSyncer{
+		syncer("late", "orders", "orders", at(30), false),
+		syncer("gone", "orders", "ORDERS", at(1), true),
+		syncer("first", "o", "Orders", at(10), false),
+		syncer("tie-b", "orders", "orders", at(10), false),
+		syncer("other", "cart", "cart", at(0), false),
+	}
+	if got := FirstRegistrant(all, "orders", "asker"); got != "first" {
+		t.Errorf("FirstRegistrant = %q, want first (oldest live; ties by namespace/name)", got)
+	}
+	if got := FirstRegistrant(all, "PAYMENTS", "asker"); got != "asker" {
+		t.Errorf("no syncer registers the app: %q, want the asker", got)
+	}
+}
