@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -34,7 +35,9 @@ import (
 // address (a host name registered in its place) is left out and named in
 // the Synced condition: kube-proxy routes only to IP addresses (FQDN
 // slices are deprecated and ignored by it), and resolving the name in the
-// manager would pin one answer of a DNS record that may change.
+// manager would pin one answer of a DNS record that may change. So is one
+// whose address the API server refuses in a slice (loopback, link-local,
+// unspecified): one such VM must not keep the others out.
 
 // Labels and values the manager sets on what an import makes.
 const (
@@ -104,18 +107,25 @@ func planImport(imp *v1alpha1.EurekaImport, instances []eureka.Instance) importP
 		addressType discoveryv1.AddressType
 		ports       []int32
 	}
-	byGroup := map[string][]discoveryv1.Endpoint{}
+	// The instance ID orders endpoints of one address (one VM's two
+	// instances on one port, a stale and a new registration): the slices
+	// do not depend on the order Eureka lists instances in.
+	type instanceEndpoint struct {
+		id string
+		ep discoveryv1.Endpoint
+	}
+	byGroup := map[string][]instanceEndpoint{}
 	groups := map[string]group{}
 	seenPorts := map[string]bool{}
 	for _, inst := range instances {
 		seenPorts[instancePorts(&inst)] = true
-		addr, err := netip.ParseAddr(inst.IPAddr)
-		if err != nil {
-			plan.unaddressable = append(plan.unaddressable, fmt.Sprintf("%s (ipAddr %q is not an IP address)", inst.InstanceID, inst.IPAddr))
+		addr, why := endpointAddress(inst.IPAddr)
+		if why != "" {
+			plan.unaddressable = append(plan.unaddressable, fmt.Sprintf("%s (ipAddr %q %s)", inst.InstanceID, inst.IPAddr, why))
 			continue
 		}
 		g := group{addressType: discoveryv1.AddressTypeIPv4}
-		if addr.Is6() && !addr.Is4In6() {
+		if addr.Is6() {
 			g.addressType = discoveryv1.AddressTypeIPv6
 		}
 		ok := true
@@ -134,14 +144,16 @@ func planImport(imp *v1alpha1.EurekaImport, instances []eureka.Instance) importP
 			plan.unaddressable = append(plan.unaddressable, fmt.Sprintf("%s (no enabled port for the Service's ports: %s)", inst.InstanceID, instancePorts(&inst)))
 			continue
 		}
-		ep := discoveryv1.Endpoint{Addresses: []string{addr.Unmap().String()}, Conditions: endpointConditions(inst.Status)}
-		if zone := inst.Metadata[sidecar.MetaZone]; zone != "" {
+		ep := discoveryv1.Endpoint{Addresses: []string{addr.String()}, Conditions: endpointConditions(inst.Status)}
+		// A zone the API would refuse as a hint is left out, not the
+		// instance.
+		if zone := inst.Metadata[sidecar.MetaZone]; zone != "" && len(validation.IsValidLabelValue(zone)) == 0 {
 			ep.Zone = ptr.To(zone)
 			ep.Hints = &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: zone}}}
 		}
 		key := fmt.Sprint(g.addressType, g.ports)
 		groups[key] = g
-		byGroup[key] = append(byGroup[key], ep)
+		byGroup[key] = append(byGroup[key], instanceEndpoint{id: inst.InstanceID, ep: ep})
 		plan.total++
 		if inst.Status == eureka.StatusUp {
 			plan.ready++
@@ -159,8 +171,15 @@ func planImport(imp *v1alpha1.EurekaImport, instances []eureka.Instance) importP
 	}
 	sort.Strings(keys)
 	for _, key := range keys {
-		g, eps := groups[key], byGroup[key]
-		sort.Slice(eps, func(i, j int) bool { return eps[i].Addresses[0] < eps[j].Addresses[0] })
+		g, ieps := groups[key], byGroup[key]
+		sort.Slice(ieps, func(i, j int) bool {
+			a, b := ieps[i].ep.Addresses[0], ieps[j].ep.Addresses[0]
+			return a < b || a == b && ieps[i].id < ieps[j].id
+		})
+		eps := make([]discoveryv1.Endpoint, len(ieps))
+		for i := range ieps {
+			eps[i] = ieps[i].ep
+		}
 		sum := sha256.Sum256([]byte(key))
 		for n := 0; n*maxSliceEndpoints < len(eps); n++ {
 			chunk := eps[n*maxSliceEndpoints : min(len(eps), (n+1)*maxSliceEndpoints)]
@@ -175,6 +194,30 @@ func planImport(imp *v1alpha1.EurekaImport, instances []eureka.Instance) importP
 		}
 	}
 	return plan
+}
+
+// endpointAddress is ipAddr as an endpoint's address, or why it cannot be
+// one: not an IP address, or one the API server refuses in an
+// EndpointSlice (unspecified, loopback, link-local, or with an IPv6 zone).
+// An IPv4-mapped IPv6 address is its IPv4 address.
+func endpointAddress(ipAddr string) (netip.Addr, string) {
+	addr, err := netip.ParseAddr(ipAddr)
+	switch {
+	case err != nil:
+		return addr, "is not an IP address"
+	case addr.Zone() != "":
+		return addr, "has an IPv6 zone"
+	}
+	addr = addr.Unmap()
+	switch {
+	case addr.IsUnspecified():
+		return addr, "is unspecified"
+	case addr.IsLoopback():
+		return addr, "is a loopback address"
+	case addr.IsLinkLocalUnicast(), addr.IsLinkLocalMulticast():
+		return addr, "is a link-local address"
+	}
+	return addr, ""
 }
 
 // instancePorts says which ports an instance has enabled.
