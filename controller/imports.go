@@ -41,7 +41,7 @@ const (
 	reasonPortMismatch     = "PortMismatch"
 	reasonServiceNotOwned  = "ServiceNotOwned"
 	reasonServiceOwned     = "ServiceOwned"
-	reasonLeasesExpired    = "LeasesExpired"
+	reasonLeasesExpired    = v1alpha1.ReasonLeasesExpired
 	reasonImportNotAllowed = "NotPermitted"
 	// reasonEndpointsChanged is the Normal Event of a pass that wrote
 	// slices: at most one per registry read, none while nothing changes.
@@ -50,7 +50,7 @@ const (
 
 // Import condition types beyond the syncer's (Synced, EurekaReachable,
 // Permitted).
-const conditionServiceOwned = "ServiceOwned"
+const conditionServiceOwned = v1alpha1.ConditionServiceOwned
 
 // importReconciler keeps EurekaImports. It shares the syncers' Eureka
 // clients and registry reads.

@@ -190,3 +190,16 @@ func (i *EurekaImport) EffectivePorts() []ImportPort {
 	}
 	return out
 }
+
+// Conditions and reasons of an import beyond a syncer's (ConditionSynced,
+// ConditionEurekaReachable and ConditionPermitted mean the same there).
+const (
+	// ConditionServiceOwned is false (reason ServiceNotOwned) when the
+	// Service's name is taken by a Service the import did not make; its
+	// message names the owner, and nothing is written to that Service.
+	ConditionServiceOwned = "ServiceOwned"
+	// ReasonLeasesExpired, of a Synced condition still true, says that
+	// Eureka lists instances past their lease: the server may be in
+	// self-preservation, and they may be dead.
+	ReasonLeasesExpired = "LeasesExpired"
+)
