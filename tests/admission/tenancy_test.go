@@ -26,15 +26,7 @@ import (
 // test, so that the first-come rule and the test's own policies decide.
 func withoutSharedApps(ctx context.Context, t *testing.T) {
 	t.Helper()
-	shared := &eurekubev1alpha1.EurekaAppPolicy{ObjectMeta: metav1.ObjectMeta{Name: harness.SharedAppsPolicy}}
-	if err := suite.c.Delete(ctx, shared); client.IgnoreNotFound(err) != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := harness.ShareEveryApp(context.Background(), suite.c); err != nil {
-			t.Error(err)
-		}
-	})
+	harness.SuspendSharedApps(ctx, t, suite.c)
 	// The webhook reads policies from the manager's cache.
 	harness.Eventually(t, time.Minute, "the shared policy gone from the manager's view", func() error {
 		return wantCreateRefused(ctx, t, uniqueApp(t, "probe"), optedInNamespace(ctx, t, "probe-b"), optedInNamespace(ctx, t, "probe-a"))

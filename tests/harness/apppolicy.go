@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,4 +35,21 @@ func ShareEveryApp(ctx context.Context, c client.Client) error {
 	default:
 		return fmt.Errorf("create EurekaAppPolicy %s: %w", SharedAppsPolicy, err)
 	}
+}
+
+// SuspendSharedApps deletes the ShareEveryApp policy for the rest of a
+// test, and creates it again when the test ends: the tenancy tests run
+// under the first-come rule and their own policies. The suite's tests
+// must not run in parallel with it.
+func SuspendSharedApps(ctx context.Context, t testing.TB, c client.Client) {
+	t.Helper()
+	shared := &v1alpha1.EurekaAppPolicy{ObjectMeta: metav1.ObjectMeta{Name: SharedAppsPolicy}}
+	if err := c.Delete(ctx, shared); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ShareEveryApp(context.Background(), c); err != nil {
+			t.Error(err)
+		}
+	})
 }

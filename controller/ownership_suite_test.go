@@ -1,0 +1,81 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
+	"github.com/eurekube/eurekube/internal/ownership"
+	"github.com/eurekube/eurekube/tests/harness"
+)
+
+// An app no policy names belongs to the first namespace whose syncer
+// registers it; the later one is told who owns it, with its running pods
+// and what a platform team does about it; when the owner's syncer goes,
+// the claim goes with it and the app is free again.
+func TestOwnership_TheFirstSyncerClaimsTheAppAndReleasesItWhenDeleted(t *testing.T) {
+	ctx := context.Background()
+	harness.SuspendSharedApps(ctx, t, k8s)
+	first, second := newNamespace(t), newNamespace(t)
+	app := "QUOTES-" + strings.ToUpper(first[len(first)-5:])
+	owner := builders.Syncer(first, "quotes", builders.AppName(app))
+	if err := k8s.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	claimOf := func(want string) func() error {
+		return func() error {
+			var claim v1alpha1.EurekaAppClaim
+			err := k8s.Get(ctx, client.ObjectKey{Name: ownership.ClaimName(app)}, &claim)
+			switch {
+			case want == "" && apierrors.IsNotFound(err):
+				return nil
+			case err != nil:
+				return err
+			case claim.Spec.Namespace != want:
+				return fmt.Errorf("claimed for %q, want %q", claim.Spec.Namespace, want)
+			}
+			return nil
+		}
+	}
+	harness.Eventually(t, patience, "the app claimed for the first namespace", claimOf(first))
+
+	later := builders.Syncer(second, "quotes", builders.AppName(app))
+	if err := k8s.Create(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the later syncer Permitted False naming the owner", func() error {
+		c, _, err := condition(later, v1alpha1.ConditionPermitted)
+		if err != nil {
+			return err
+		}
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ownership.ReasonOwnedElsewhere || !strings.Contains(c.Message, "namespace "+first) {
+			return fmt.Errorf("Permitted %+v", c)
+		}
+		return nil
+	})
+
+	waitFinalizer(t, owner)
+	if err := k8s.Delete(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	// Released, then claimed by the one namespace that still registers
+	// the app.
+	harness.Eventually(t, patience, "the claim passed to the second namespace", claimOf(second))
+	harness.Eventually(t, patience, "the later syncer now Permitted", func() error {
+		c, _, err := condition(later, v1alpha1.ConditionPermitted)
+		if err != nil {
+			return err
+		}
+		if c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("Permitted %+v", c)
+		}
+		return nil
+	})
+}
