@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -28,12 +30,24 @@ and whether Eureka agrees with Kubernetes (SYNCED). Every figure is the
 syncer's status as the manager measured it at its last resync; nothing is
 recomputed here. -o wide adds where calls go (CALLS-TO), the pods skipped,
 owned by another syncer, without a drain or on an outdated registrar, the
-last sync and the reason of Synced.`
+last sync and the reason of Synced.
+
+Then every EurekaImport, a Eureka app kept as a Service of its
+namespace: the app (APP), the Service (SERVICE), its endpoints ready
+(instances UP) / total (ENDPOINTS), whether they match the last registry
+read (SYNCED), when they last did (LAST-SYNC: while Eureka cannot be read
+the endpoints stay as they were, and this says how stale they are) and
+the reason of Synced. -o wide adds the Service's type.
+
+-o yaml and -o json print a List of the syncers and the imports, as
+kubectl get esync,eimp -o yaml does.`
 
 // statusColumns are the table's columns; wide adds the rest.
 var (
 	statusColumns = []string{"NAMESPACE", "NAME", "APP", "MODE", "TRAFFIC", "READY", "INJECTED", "REGISTERED", "ELSEWHERE", "SYNCED", "AGE"}
 	wideColumns   = []string{"CALLS-TO", "SKIPPED", "OTHER-SYNCER", "NO-DRAIN", "OUTDATED", "LAST-SYNC", "REASON"}
+	importColumns = []string{"NAMESPACE", "NAME", "APP", "SERVICE", "ENDPOINTS", "SYNCED", "LAST-SYNC", "REASON", "AGE"}
+	importWide    = []string{"TYPE"}
 )
 
 func runStatus(ctx context.Context, e *env, args []string) error {
@@ -41,7 +55,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	var all bool
 	var output string
 	fs := e.flagSet("status", "[-n NAMESPACE | -A] [-o wide|yaml|json]", statusHelp)
-	kube.add(fs, "only the syncers of this namespace (default: every namespace)")
+	kube.add(fs, "only the syncers and imports of this namespace (default: every namespace)")
 	fs.BoolVarP(&all, "all-namespaces", "A", false, "every namespace (the default unless -n is given)")
 	fs.StringVarP(&output, "output", "o", "", "output format: wide, yaml or json (default: the table)")
 	if err := parse(fs, args); err != nil {
@@ -59,54 +73,113 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var list v1alpha1.EurekaSyncerList
-	if err := cl.List(ctx, &list, client.InNamespace(kube.namespace)); err != nil {
+	var syncers v1alpha1.EurekaSyncerList
+	if err := cl.List(ctx, &syncers, client.InNamespace(kube.namespace)); err != nil {
 		return fmt.Errorf("list EurekaSyncers: %w", err)
 	}
-	if len(list.Items) == 0 && output != "yaml" && output != "json" {
+	imports, err := listImports(ctx, cl, kube.namespace)
+	if err != nil {
+		return err
+	}
+	if len(syncers.Items) == 0 && len(imports) == 0 && output != "yaml" && output != "json" {
 		where := "any namespace"
 		if kube.namespace != "" {
 			where = "namespace " + kube.namespace
 		}
-		fmt.Fprintf(e.Err, "No EurekaSyncer found in %s.\n", where)
+		fmt.Fprintf(e.Err, "No EurekaSyncer or EurekaImport found in %s.\n", where)
 		return nil
 	}
-	return printStatus(e.Out, &list, output, time.Now())
+	return printStatus(e.Out, syncers.Items, imports, output, time.Now())
 }
 
-// printStatus prints the syncers in the format asked for.
-func printStatus(w io.Writer, list *v1alpha1.EurekaSyncerList, output string, now time.Time) error {
+// listImports lists the imports of namespace (every namespace when
+// empty); none where the cluster's Eurekube predates imports (no CRD).
+func listImports(ctx context.Context, c client.Reader, namespace string) ([]v1alpha1.EurekaImport, error) {
+	var list v1alpha1.EurekaImportList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list EurekaImports: %w", err)
+	}
+	return list.Items, nil
+}
+
+// printStatus prints the syncers, then the imports, in the format asked
+// for.
+func printStatus(w io.Writer, syncers []v1alpha1.EurekaSyncer, imports []v1alpha1.EurekaImport, output string, now time.Time) error {
 	switch output {
 	case "yaml", "json":
-		list.APIVersion, list.Kind = v1alpha1.GroupVersion.String(), "EurekaSyncerList"
-		for i := range list.Items {
-			list.Items[i].APIVersion, list.Items[i].Kind = v1alpha1.GroupVersion.String(), "EurekaSyncer"
-			list.Items[i].ManagedFields = nil
+		return printObjects(w, syncers, imports, output)
+	}
+	wide := output == "wide"
+	if len(syncers) > 0 {
+		columns := statusColumns
+		if wide {
+			columns = append(columns[:len(columns):len(columns)], wideColumns...)
 		}
-		var out []byte
-		var err error
-		if output == "yaml" {
-			out, err = yaml.Marshal(list)
-		} else {
-			out, err = json.MarshalIndent(list, "", "    ")
-			out = append(out, '\n')
+		rows := make([][]string, len(syncers))
+		for i := range syncers {
+			rows[i] = statusRow(&syncers[i], wide, now)
 		}
-		if err != nil {
+		if err := printTable(w, columns, rows); err != nil {
 			return err
 		}
-		_, err = w.Write(out)
-		return err
 	}
+	if len(imports) > 0 {
+		if len(syncers) > 0 {
+			fmt.Fprintln(w)
+		}
+		columns := importColumns
+		if wide {
+			columns = append(columns[:len(columns):len(columns)], importWide...)
+		}
+		rows := make([][]string, len(imports))
+		for i := range imports {
+			rows[i] = importRow(&imports[i], wide, now)
+		}
+		return printTable(w, columns, rows)
+	}
+	return nil
+}
+
+// printTable writes the columns and rows aligned, as kubectl does.
+func printTable(w io.Writer, columns []string, rows [][]string) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	columns := statusColumns
-	if output == "wide" {
-		columns = append(columns[:len(columns):len(columns)], wideColumns...)
-	}
 	fmt.Fprintln(tw, strings.Join(columns, "\t"))
-	for i := range list.Items {
-		fmt.Fprintln(tw, strings.Join(statusRow(&list.Items[i], output == "wide", now), "\t"))
+	for _, row := range rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	return tw.Flush()
+}
+
+// printObjects prints the syncers and the imports as one List, the shape
+// of kubectl get esync,eimp -o yaml.
+func printObjects(w io.Writer, syncers []v1alpha1.EurekaSyncer, imports []v1alpha1.EurekaImport, output string) error {
+	list := metav1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: []runtime.RawExtension{}}
+	for i := range syncers {
+		s := syncers[i].DeepCopy()
+		s.APIVersion, s.Kind, s.ManagedFields = v1alpha1.GroupVersion.String(), "EurekaSyncer", nil
+		list.Items = append(list.Items, runtime.RawExtension{Object: s})
+	}
+	for i := range imports {
+		imp := imports[i].DeepCopy()
+		imp.APIVersion, imp.Kind, imp.ManagedFields = v1alpha1.GroupVersion.String(), "EurekaImport", nil
+		list.Items = append(list.Items, runtime.RawExtension{Object: imp})
+	}
+	var out []byte
+	var err error
+	if output == "yaml" {
+		out, err = yaml.Marshal(list)
+	} else {
+		out, err = json.MarshalIndent(list, "", "    ")
+		out = append(out, '\n')
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(out)
+	return err
 }
 
 // statusRow is one syncer's line: its status fields as the manager wrote
@@ -142,6 +215,27 @@ func statusRow(s *v1alpha1.EurekaSyncer, wide bool, now time.Time) []string {
 	)
 }
 
+// importRow is one import's line: its status as the manager wrote it.
+func importRow(imp *v1alpha1.EurekaImport, wide bool, now time.Time) []string {
+	st := imp.Status
+	synced, reason := "-", "-"
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSynced); c != nil {
+		synced, reason = string(c.Status), orDash(c.Reason)
+	}
+	lastSync := "-"
+	if st.LastSyncTime != nil {
+		lastSync = age(st.LastSyncTime.Time, now) + " ago"
+	}
+	row := []string{
+		imp.Namespace, imp.Name, cmpOr(st.App, imp.EffectiveApp()), cmpOr(st.ServiceName, imp.EffectiveServiceName()),
+		orDash(st.Endpoints), synced, lastSync, reason, age(imp.CreationTimestamp.Time, now),
+	}
+	if wide {
+		row = append(row, string(cmpOr(imp.Spec.Service.Type, v1alpha1.ImportClusterIP)))
+	}
+	return row
+}
+
 func age(t, now time.Time) string {
 	if t.IsZero() {
 		return "-"
@@ -151,7 +245,7 @@ func age(t, now time.Time) string {
 
 func orDash(s string) string { return cmpOr(s, "-") }
 
-func cmpOr(a, b string) string {
+func cmpOr[S ~string](a, b S) S {
 	if a != "" {
 		return a
 	}

@@ -35,37 +35,90 @@ func service() v1alpha1.EurekaSyncer {
 		builders.CreatedAt(testNow.Add(-49*time.Hour)))
 }
 
+// vmOnly is an import of an app that runs on VMs only, one of its three
+// instances not UP.
+func vmOnly() v1alpha1.EurekaImport {
+	imp := v1alpha1.EurekaImport{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "payments", CreationTimestamp: metav1.NewTime(testNow.Add(-3 * time.Hour))},
+		Spec:       v1alpha1.EurekaImportSpec{App: "payments"},
+	}
+	imp.Status = v1alpha1.EurekaImportStatus{
+		App: "PAYMENTS", ServiceName: "payments", Endpoints: "2/3", ReadyEndpoints: 2, TotalEndpoints: 3,
+		LastSyncTime: &metav1.Time{Time: testNow.Add(-12 * time.Second)},
+		Conditions:   []metav1.Condition{{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionTrue, Reason: "Imported"}},
+	}
+	return imp
+}
+
+// stale is a headless import whose Eureka has not answered for 7 minutes:
+// its endpoints stay as last read.
+func stale() v1alpha1.EurekaImport {
+	imp := v1alpha1.EurekaImport{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "pay", Name: "ledger", CreationTimestamp: metav1.NewTime(testNow.Add(-49 * time.Hour))},
+		Spec: v1alpha1.EurekaImportSpec{App: "LEDGER-V2", Service: v1alpha1.ImportService{Name: "ledger", Type: v1alpha1.ImportHeadless}},
+	}
+	imp.Status = v1alpha1.EurekaImportStatus{
+		App: "LEDGER-V2", ServiceName: "ledger", Endpoints: "4/4", ReadyEndpoints: 4, TotalEndpoints: 4,
+		LastSyncTime: &metav1.Time{Time: testNow.Add(-7 * time.Minute)},
+		Conditions:   []metav1.Condition{{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionFalse, Reason: "EurekaUnreachable"}},
+	}
+	return imp
+}
+
 func TestStatus_TableShowsTheMigrationViewFromTheStatus(t *testing.T) {
-	list := &v1alpha1.EurekaSyncerList{Items: []v1alpha1.EurekaSyncer{migrating(), service()}}
+	syncers := []v1alpha1.EurekaSyncer{migrating(), service()}
+	imports := []v1alpha1.EurekaImport{vmOnly(), stale()}
 	var out strings.Builder
-	if err := printStatus(&out, list, "", testNow); err != nil {
+	if err := printStatus(&out, syncers, imports, "", testNow); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "status/table.golden.txt", out.String())
 
 	out.Reset()
-	if err := printStatus(&out, list, "wide", testNow); err != nil {
+	if err := printStatus(&out, syncers, imports, "wide", testNow); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "status/wide.golden.txt", out.String())
 }
 
-func TestStatus_YAMLAndJSONAreTheSyncersThemselves(t *testing.T) {
+func TestStatus_ImportsAloneMakeTheirOwnTable(t *testing.T) {
+	var out strings.Builder
+	if err := printStatus(&out, nil, []v1alpha1.EurekaImport{vmOnly()}, "", testNow); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAMESPACE   NAME       APP        SERVICE    ENDPOINTS") ||
+		strings.Join(strings.Fields(lines[1]), " ") != "shop payments PAYMENTS payments 2/3 True 12s ago Imported 3h" {
+		t.Errorf("imports without syncers:\n%s", out.String())
+	}
+}
+
+func TestStatus_YAMLAndJSONAreTheSyncersAndImportsThemselves(t *testing.T) {
 	for _, format := range []string{"yaml", "json"} {
-		list := &v1alpha1.EurekaSyncerList{Items: []v1alpha1.EurekaSyncer{migrating()}}
 		var out strings.Builder
-		if err := printStatus(&out, list, format, testNow); err != nil {
+		if err := printStatus(&out, []v1alpha1.EurekaSyncer{migrating()}, []v1alpha1.EurekaImport{vmOnly()}, format, testNow); err != nil {
 			t.Fatal(err)
 		}
-		var back v1alpha1.EurekaSyncerList
+		var back struct {
+			Kind  string
+			Items []json.RawMessage
+		}
 		var err error
 		if format == "yaml" {
-			err = yaml.UnmarshalStrict([]byte(out.String()), &back)
+			err = yaml.Unmarshal([]byte(out.String()), &back)
 		} else {
 			err = json.Unmarshal([]byte(out.String()), &back)
 		}
-		if err != nil || back.Kind != "EurekaSyncerList" || len(back.Items) != 1 || back.Items[0].Status.Elsewhere != "2/2" {
-			t.Errorf("-o %s: %v\n%s", format, err, out.String())
+		if err != nil || back.Kind != "List" || len(back.Items) != 2 {
+			t.Fatalf("-o %s: %v\n%s", format, err, out.String())
+		}
+		var s v1alpha1.EurekaSyncer
+		var imp v1alpha1.EurekaImport
+		if err := json.Unmarshal(back.Items[0], &s); err != nil || s.Kind != "EurekaSyncer" || s.Status.Elsewhere != "2/2" {
+			t.Errorf("-o %s: the first item is not the syncer (%v):\n%s", format, err, back.Items[0])
+		}
+		if err := json.Unmarshal(back.Items[1], &imp); err != nil || imp.Kind != "EurekaImport" || imp.Status.Endpoints != "2/3" {
+			t.Errorf("-o %s: the second item is not the import (%v):\n%s", format, err, back.Items[1])
 		}
 	}
 }
