@@ -55,7 +55,7 @@ func vmOnly() v1alpha1.EurekaImport {
 func stale() v1alpha1.EurekaImport {
 	imp := v1alpha1.EurekaImport{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "pay", Name: "ledger", CreationTimestamp: metav1.NewTime(testNow.Add(-49 * time.Hour))},
-		Spec: v1alpha1.EurekaImportSpec{App: "LEDGER-V2", Service: v1alpha1.ImportService{Name: "ledger", Type: v1alpha1.ImportHeadless}},
+		Spec:       v1alpha1.EurekaImportSpec{App: "LEDGER-V2", Service: v1alpha1.ImportService{Name: "ledger", Type: v1alpha1.ImportHeadless}},
 	}
 	imp.Status = v1alpha1.EurekaImportStatus{
 		App: "LEDGER-V2", ServiceName: "ledger", Endpoints: "4/4", ReadyEndpoints: 4, TotalEndpoints: 4,
