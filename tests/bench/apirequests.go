@@ -162,17 +162,18 @@ func (w apiRequests) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// reconcileTotals reads how many reconciles the syncer controller ran and
-// their summed duration in seconds.
-func reconcileTotals(metricsURL string) (count, seconds float64, err error) {
+// reconcileTotals reads how many reconciles controller ran and their
+// summed duration in seconds.
+func reconcileTotals(metricsURL, controller string) (count, seconds float64, err error) {
 	text, err := scrape(metricsURL)
 	if err != nil {
 		return 0, 0, err
 	}
-	if count, err = sumCounter(bytes.NewReader(text), "controller_runtime_reconcile_total", `controller="eurekasyncer"`); err != nil {
+	match := `controller="` + controller + `"`
+	if count, err = sumCounter(bytes.NewReader(text), "controller_runtime_reconcile_total", match); err != nil {
 		return 0, 0, err
 	}
-	if seconds, err = sumCounter(bytes.NewReader(text), "controller_runtime_reconcile_time_seconds_sum", `controller="eurekasyncer"`); err != nil {
+	if seconds, err = sumCounter(bytes.NewReader(text), "controller_runtime_reconcile_time_seconds_sum", match); err != nil {
 		return 0, 0, err
 	}
 	return count, seconds, nil

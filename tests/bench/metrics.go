@@ -123,14 +123,19 @@ func sumCounter(r io.Reader, name, match string) (float64, error) {
 	return sum, nil
 }
 
-// reconciles reads how many reconciles the manager's syncer controller
-// has run.
-func reconciles(metricsURL string) (float64, error) {
+// The manager's controllers, as controller-runtime's metrics name them.
+const (
+	syncerController = "eurekasyncer"
+	importController = "eurekaimport"
+)
+
+// reconciles reads how many reconciles the manager's controller has run.
+func reconciles(metricsURL, controller string) (float64, error) {
 	text, err := scrape(metricsURL)
 	if err != nil {
 		return 0, err
 	}
-	return sumCounter(bytes.NewReader(text), "controller_runtime_reconcile_total", `controller="eurekasyncer"`)
+	return sumCounter(bytes.NewReader(text), "controller_runtime_reconcile_total", `controller="`+controller+`"`)
 }
 
 func (h histogram) sub(before histogram) histogram {

@@ -46,7 +46,7 @@ type Options struct {
 	// also measure, first, for the "before" figures (benchrun -before).
 	Before string
 	// Scenarios, when set, picks the reconciler's scenarios by id
-	// ("1000x20", "1000x20_upgrade").
+	// ("1000x20", "1000x20_upgrade", "import_1000x10").
 	Scenarios []string
 	// AllowDirty measures a tree with uncommitted changes; without it Run
 	// refuses, as its report would name a commit it did not measure.
@@ -91,6 +91,9 @@ func SizesFor(quick bool) Sizes {
 			// Issue 30: the first pass after an upgrade from a release
 			// whose pods lack what the webhook writes now.
 			{Name: "1,000 syncers × 20 pods, after an upgrade", Namespaces: 50, SyncersPerNamespace: 20, PodsPerSyncer: 20, Upgrade: true},
+			// Issue 29: the cost of imports independent of their number.
+			{Name: "1,000 imported apps × 10 instances", Namespaces: 50, ImportedApps: 1000, InstancesPerApp: 10,
+				Targets: &ScaleTargets{TimeToRightSeconds: 10, RequestsPerResync: 2}},
 		},
 		ResyncPeriod: 10 * time.Second, ResyncsCounted: 6,
 	}

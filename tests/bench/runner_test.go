@@ -34,7 +34,8 @@ func TestRun_WritesTheReportFromRealParts(t *testing.T) {
 			Creates: 5, HandlerRequests: 20, HandlerDuration: 200 * time.Millisecond, HandlerClients: 2,
 			RegistrarSamples: 1, RegistrarWindow: 5 * time.Second,
 			Scale: []Scenario{{Name: "2 syncers × 3 pods", Namespaces: 1, SyncersPerNamespace: 2, PodsPerSyncer: 3},
-				{Name: "2 syncers × 3 pods, after an upgrade", Namespaces: 1, SyncersPerNamespace: 2, PodsPerSyncer: 3, Upgrade: true}},
+				{Name: "2 syncers × 3 pods, after an upgrade", Namespaces: 1, SyncersPerNamespace: 2, PodsPerSyncer: 3, Upgrade: true},
+				{Name: "2 imported apps × 3 instances", Namespaces: 1, ImportedApps: 2, InstancesPerApp: 3}},
 			ResyncPeriod: time.Second, ResyncsCounted: 3, // a window of a few resyncs: one 1 s resync may pass without a reconcile on a busy machine
 		},
 		OutDir: out, WorkDir: t.TempDir(), Log: log,
@@ -47,7 +48,7 @@ func TestRun_WritesTheReportFromRealParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"pod CREATE p99, Eurekube ÷ precomputed patch", "handler p99, one client", "2 syncers × 3 pods: manager peak RSS", "2 syncers × 3 pods, after an upgrade: manager start → every status right",
+	for _, want := range []string{"pod CREATE p99, Eurekube ÷ precomputed patch", "handler p99, one client", "2 syncers × 3 pods: manager peak RSS", "2 syncers × 3 pods, after an upgrade: manager start → every status right", "2 imported apps × 3 instances: manager start → every import's slices right",
 		"pod CREATE p50 through a no-op webhook", "pod CREATE p99 without a webhook", "kube-apiserver v",
 		"app healthy → UP on the server, slowest", "SIGTERM → gone from the server, slowest", "Eureka requests per instance per minute", "RSS, registered and probing"} {
 		if !strings.Contains(string(data), want) {

@@ -35,6 +35,10 @@ type Scenario struct {
 	// without the eurekube.io/traffic annotation the reconciler keeps: the
 	// manager's first pass after an upgrade.
 	Upgrade bool
+	// ImportedApps, when set, makes this a scenario of imports instead of
+	// syncers: that many apps of InstancesPerApp instances each on VMs,
+	// and one EurekaImport of each app, across Namespaces.
+	ImportedApps, InstancesPerApp int
 	// Targets the issues set for this shape; nil: none.
 	Targets *ScaleTargets
 }
@@ -124,6 +128,15 @@ func (r scaleRun) perResync(c int64) float64 { return float64(c) / r.resyncs }
 // MeasureScale measures a scenario: with the older manager first when
 // o.Before is set, then with this tree's.
 func MeasureScale(ctx context.Context, o ScaleOptions, sc Scenario, r *Results) error {
+	if sc.ImportedApps > 0 {
+		// No older manager: imports are new.
+		now, err := measureImportsOnce(ctx, o, sc, o.Manager)
+		if err != nil {
+			return err
+		}
+		addImportFigures(r, o, sc, now)
+		return nil
+	}
 	var before *scaleRun
 	// The older manager is measured where it is compared: the scenarios
 	// with targets, and the upgrade.
@@ -150,56 +163,61 @@ func MeasureScale(ctx context.Context, o ScaleOptions, sc Scenario, r *Results) 
 func measureScaleOnce(ctx context.Context, o ScaleOptions, sc Scenario, m BuiltManager) (scaleRun, error) {
 	run := scaleRun{commit: m.Commit, syncers: sc.syncers(), pods: sc.pods()}
 	log := o.Log.WithFields(logrus.Fields{"scenario": sc.Name, "commit": m.Commit})
-	dir := filepath.Join(o.WorkDir, fmt.Sprintf("%s-%s", scenarioID(sc), m.Commit))
-	certDir := filepath.Join(dir, "certs")
-	if _, err := certs.Bootstrap(certDir, certs.LocalHosts()); err != nil {
-		return run, fmt.Errorf("webhook certificate: %w", err)
-	}
-	if err := o.Eureka.Restart(ctx); err != nil { // an empty registry
-		return run, fmt.Errorf("restart eureka: %w", err)
-	}
-	cp, err := harness.StartControlPlane(ctx, harness.ControlPlaneOptions{})
+	env, err := startScaleEnv(ctx, o, sc, m)
 	if err != nil {
 		return run, err
 	}
-	defer func() { _ = cp.Stop() }()
-	k8s, err := unthrottledClient(cp)
-	if err != nil {
-		return run, err
-	}
-	direct, err := eureka.New(eureka.Options{URLs: []string{o.Eureka.URL()}, Timeout: 10 * time.Second, Logger: o.Log})
-	if err != nil {
-		return run, err
-	}
-	proxy, err := StartCountingProxy(o.Eureka.Addr())
-	if err != nil {
-		return run, err
-	}
-	defer proxy.Close()
-	mo := managerOptions{
-		Binary: m.Binary, Kubeconfig: cp.Kubeconfig, EurekaURLs: []string{proxy.URL()}, ClusterID: scaleClusterID,
-		ResyncPeriod: o.ResyncPeriod, CertDir: certDir, LogPath: filepath.Join(dir, "manager.log"),
-	}
-	defaults, err := mo.webhookDefaults()
+	defer env.close()
+	defaults, err := env.mo.webhookDefaults()
 	if err != nil {
 		return run, err
 	}
 	setupStart := time.Now()
-	f := &fixtures{k8s: k8s, eureka: direct, defaults: defaults, upgrade: sc.Upgrade}
+	f := &fixtures{k8s: env.k8s, eureka: env.eureka, defaults: defaults, upgrade: sc.Upgrade}
 	syncers, err := f.create(ctx, sc)
 	if err != nil {
 		return run, err
 	}
 	log.WithFields(logrus.Fields{"syncers": len(syncers), "pods": sc.pods(), "took": time.Since(setupStart).Round(time.Second)}).Info("pods created and registered; starting the manager")
 
+	want := int32(sc.PodsPerSyncer)
+	err = measureManager(ctx, o, env, log, managedObjects{
+		controller: syncerController, count: len(syncers), what: "status",
+		waitRight: func(ctx context.Context) (time.Time, error) {
+			return waitStatusesRight(ctx, env.cp, len(syncers), want, 10*time.Minute)
+		},
+		stillRight: func(ctx context.Context) error { return statusesRight(ctx, env.k8s, len(syncers), want) },
+	}, &run)
+	return run, err
+}
+
+// managedObjects are the objects of a scenario the manager keeps: syncers
+// or imports.
+type managedObjects struct {
+	// controller names the manager's controller of them; count is how
+	// many there are; what names their right state in logs.
+	controller, what string
+	count            int
+	// waitRight returns when every one is right; stillRight says which is
+	// not.
+	waitRight  func(context.Context) (time.Time, error)
+	stillRight func(context.Context) error
+}
+
+// measureManager starts the manager on env's fixtures and measures its
+// first pass until every object is right — its time, Eureka requests, API
+// writes, CPU, reconciles and memory — then its steady state over
+// o.ResyncsCounted resyncs, after which every object must still be right.
+func measureManager(ctx context.Context, o ScaleOptions, env *scaleEnv, log logrus.FieldLogger, objs managedObjects, run *scaleRun) error {
+	cp, proxy, dir := env.cp, env.proxy, env.dir
 	requests0, err := readAPIRequests(ctx, cp)
 	if err != nil {
-		return run, err
+		return err
 	}
 	start := time.Now()
-	mgr, err := startManager(ctx, mo)
+	mgr, err := startManager(ctx, env.mo)
 	if err != nil {
-		return run, err
+		return err
 	}
 	defer func() { _ = mgr.Stop() }()
 	run.readyz = time.Since(start)
@@ -220,72 +238,137 @@ func measureScaleOnce(ctx context.Context, o ScaleOptions, sc Scenario, m BuiltM
 			}
 		}
 	}()
-	want := int32(sc.PodsPerSyncer)
-	right, err := waitStatusesRight(ctx, cp, len(syncers), want, 10*time.Minute)
+	right, err := objs.waitRight(ctx)
 	if err != nil {
-		return run, fmt.Errorf("%w (manager log %s)", err, mgr.LogPath())
+		return fmt.Errorf("%w (manager log %s)", err, mgr.LogPath())
 	}
 	run.converged = right.Sub(start)
 	run.cpu = procs.describe(cpu0, procs.read(), time.Since(start)-run.readyz)
 	run.untilRight = proxy.Counts()
 	requests1, err := readAPIRequests(ctx, cp)
 	if err != nil {
-		return run, err
+		return err
 	}
 	run.writes = requests1.sub(requests0).writes()
-	if run.reconciles, run.reconcileSecs, err = reconcileTotals(mgr.MetricsURL()); err != nil {
-		return run, err
+	if run.reconciles, run.reconcileSecs, err = reconcileTotals(mgr.MetricsURL(), objs.controller); err != nil {
+		return err
 	}
 	if run.memRight, err = ReadMemory(mgr.Pid()); err != nil {
-		return run, err
+		return err
 	}
-	log.WithFields(logrus.Fields{"converged": run.converged, "readyz": run.readyz, "hwm_mib": MiB(run.memRight.HWMKiB), "writes": run.writes.total()}).Info("every status right; counting Eureka requests per resync")
+	log.WithFields(logrus.Fields{"converged": run.converged, "readyz": run.readyz, "hwm_mib": MiB(run.memRight.HWMKiB), "writes": run.writes.total()}).Infof("every %s right; counting Eureka requests per resync", objs.what)
 
-	before, bytesBefore := proxy.Counts(), proxy.ResponseBytes()
-	reconciles0, err := reconciles(mgr.MetricsURL())
-	if err != nil {
-		return run, err
+	if err := measureSteadyState(ctx, o, env, mgr, objs.controller, objs.count, run); err != nil {
+		return err
 	}
-	api0, err := readAPIRequests(ctx, cp)
-	if err != nil {
-		return run, err
-	}
-	select {
-	case <-time.After(time.Duration(o.ResyncsCounted) * o.ResyncPeriod): // the measurement window itself
-	case <-ctx.Done():
-		return run, ctx.Err()
-	}
-	run.window, run.windowBytes = proxy.Counts().Sub(before), float64(proxy.ResponseBytes()-bytesBefore)
-	api1, err := readAPIRequests(ctx, cp)
-	if err != nil {
-		return run, err
-	}
-	run.windowAPI = api1.sub(api0)
-	reconciles1, err := reconciles(mgr.MetricsURL())
-	if err != nil {
-		return run, err
-	}
-	// A resync reconciles every syncer once; the window holds about
-	// ResyncsCounted of them, but each syncer's period drifts by its own
-	// reconcile's length, so the manager's reconcile counter says how
-	// many there were.
-	if run.resyncs = (reconciles1 - reconciles0) / float64(len(syncers)); run.resyncs <= 0 {
-		return run, fmt.Errorf("no reconcile in %d resync periods", o.ResyncsCounted)
-	}
-	if err := statusesRight(ctx, k8s, len(syncers), want); err != nil {
-		return run, fmt.Errorf("statuses after %d resyncs: %w", o.ResyncsCounted, err)
+	if err := objs.stillRight(ctx); err != nil {
+		return fmt.Errorf("after %d resyncs: %w", o.ResyncsCounted, err)
 	}
 	if run.mem, err = ReadMemory(mgr.Pid()); err != nil {
-		return run, err
+		return err
 	}
 	if run.heapMiB, err = heapInUseMiB(mgr.MetricsURL()); err != nil {
-		return run, err
+		return err
 	}
 	if err := errors.Join(<-profiled, mgr.profile(ctx, "heap", filepath.Join(dir, "heap.prof"))); err != nil {
 		log.WithError(err).Warn("no profile of this manager")
 	}
 	log.WithFields(logrus.Fields{"per_resync": run.perResync(run.window.Total()), "resyncs": run.resyncs, "hwm_mib": MiB(run.mem.HWMKiB), "rss_mib": MiB(run.mem.RSSKiB)}).Info("scale scenario done")
-	return run, nil
+	return nil
+}
+
+// scaleEnv is what a scenario runs on: a fresh control plane, an empty
+// Eureka registry reached directly (for fixtures) and through a counting
+// proxy (for the manager), and the manager's flags.
+type scaleEnv struct {
+	cp     *harness.ControlPlane
+	k8s    client.Client
+	eureka *eureka.Client
+	proxy  *CountingProxy
+	mo     managerOptions
+	// dir holds the scenario's certificates, logs and profiles.
+	dir string
+}
+
+// startScaleEnv empties the registry and starts a control plane for sc
+// measured with m.
+func startScaleEnv(ctx context.Context, o ScaleOptions, sc Scenario, m BuiltManager) (env *scaleEnv, err error) {
+	env = &scaleEnv{dir: filepath.Join(o.WorkDir, fmt.Sprintf("%s-%s", scenarioID(sc), m.Commit))}
+	certDir := filepath.Join(env.dir, "certs")
+	if _, err := certs.Bootstrap(certDir, certs.LocalHosts()); err != nil {
+		return nil, fmt.Errorf("webhook certificate: %w", err)
+	}
+	if err := o.Eureka.Restart(ctx); err != nil { // an empty registry
+		return nil, fmt.Errorf("restart eureka: %w", err)
+	}
+	if env.cp, err = harness.StartControlPlane(ctx, harness.ControlPlaneOptions{}); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			env.close()
+		}
+	}()
+	if env.k8s, err = unthrottledClient(env.cp); err != nil {
+		return nil, err
+	}
+	if env.eureka, err = eureka.New(eureka.Options{URLs: []string{o.Eureka.URL()}, Timeout: 10 * time.Second, Logger: o.Log}); err != nil {
+		return nil, err
+	}
+	if env.proxy, err = StartCountingProxy(o.Eureka.Addr()); err != nil {
+		return nil, err
+	}
+	env.mo = managerOptions{
+		Binary: m.Binary, Kubeconfig: env.cp.Kubeconfig, EurekaURLs: []string{env.proxy.URL()}, ClusterID: scaleClusterID,
+		ResyncPeriod: o.ResyncPeriod, CertDir: certDir, LogPath: filepath.Join(env.dir, "manager.log"),
+	}
+	return env, nil
+}
+
+func (env *scaleEnv) close() {
+	if env.proxy != nil {
+		env.proxy.Close()
+	}
+	_ = env.cp.Stop()
+}
+
+// measureSteadyState counts, over o.ResyncsCounted resync periods in
+// which nothing changes, the Eureka requests and response bytes through
+// the proxy, the API requests, and the resyncs: the reconciles of
+// controller, each of which reconciles one of objects.
+func measureSteadyState(ctx context.Context, o ScaleOptions, env *scaleEnv, mgr *manager, controller string, objects int, run *scaleRun) error {
+	before, bytesBefore := env.proxy.Counts(), env.proxy.ResponseBytes()
+	reconciles0, err := reconciles(mgr.MetricsURL(), controller)
+	if err != nil {
+		return err
+	}
+	api0, err := readAPIRequests(ctx, env.cp)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-time.After(time.Duration(o.ResyncsCounted) * o.ResyncPeriod): // the measurement window itself
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	run.window, run.windowBytes = env.proxy.Counts().Sub(before), float64(env.proxy.ResponseBytes()-bytesBefore)
+	api1, err := readAPIRequests(ctx, env.cp)
+	if err != nil {
+		return err
+	}
+	run.windowAPI = api1.sub(api0)
+	reconciles1, err := reconciles(mgr.MetricsURL(), controller)
+	if err != nil {
+		return err
+	}
+	// A resync reconciles every object once; the window holds about
+	// ResyncsCounted of them, but each object's period drifts by its own
+	// reconcile's length, so the manager's reconcile counter says how
+	// many there were.
+	if run.resyncs = (reconciles1 - reconciles0) / float64(objects); run.resyncs <= 0 {
+		return fmt.Errorf("no reconcile in %d resync periods", o.ResyncsCounted)
+	}
+	return nil
 }
 
 // addScaleFigures records a scenario's figures, each beside the older
@@ -367,6 +450,9 @@ func (r scaleRun) work() string {
 }
 
 func scenarioID(sc Scenario) string {
+	if sc.ImportedApps > 0 {
+		return fmt.Sprintf("import_%dx%d", sc.ImportedApps, sc.InstancesPerApp)
+	}
 	id := strconv.Itoa(sc.syncers()) + "x" + strconv.Itoa(sc.PodsPerSyncer)
 	if sc.Upgrade {
 		id += "_upgrade"
@@ -556,10 +642,18 @@ func syncerRight(s *v1alpha1.EurekaSyncer, pods int32) error {
 }
 
 // waitStatusesRight watches the syncers until every one of them is right
-// and returns when that was seen. A watch costs the API server one event
-// per status write, where a poll would list every syncer each time, taking
-// the cores the manager is measured on.
+// and returns when that was seen.
 func waitStatusesRight(ctx context.Context, cp *harness.ControlPlane, syncers int, pods int32, timeout time.Duration) (time.Time, error) {
+	return waitAllRight(ctx, cp, "syncer's status", func() client.ObjectList { return &v1alpha1.EurekaSyncerList{} }, syncers,
+		func(o client.Object) error { return syncerRight(o.(*v1alpha1.EurekaSyncer), pods) }, timeout)
+}
+
+// waitAllRight watches the objects of newList's kind until want of them
+// are listed and right finds each right, and returns when that was seen.
+// A watch costs the API server one event per status write, where a poll
+// would list every object each time, taking the cores the manager is
+// measured on. what names the objects' right state in errors.
+func waitAllRight(ctx context.Context, cp *harness.ControlPlane, what string, newList func() client.ObjectList, want int, right func(client.Object) error, timeout time.Duration) (time.Time, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	wc, err := client.NewWithWatch(cp.Config, client.Options{Scheme: cp.Scheme})
@@ -567,9 +661,9 @@ func waitStatusesRight(ctx context.Context, cp *harness.ControlPlane, syncers in
 		return time.Time{}, fmt.Errorf("watch client: %w", err)
 	}
 	wrong := map[types.NamespacedName]error{}
-	note := func(s *v1alpha1.EurekaSyncer) {
-		key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
-		if err := syncerRight(s, pods); err != nil {
+	note := func(o client.Object) {
+		key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+		if err := right(o); err != nil {
 			wrong[key] = err
 		} else {
 			delete(wrong, key)
@@ -578,22 +672,26 @@ func waitStatusesRight(ctx context.Context, cp *harness.ControlPlane, syncers in
 	for {
 		// (Re)list, then watch from there; a watch the API server ends
 		// is started again.
-		var list v1alpha1.EurekaSyncerList
-		if err := wc.List(ctx, &list); err != nil {
-			return time.Time{}, fmt.Errorf("list syncers: %w", err)
+		list := newList()
+		if err := wc.List(ctx, list); err != nil {
+			return time.Time{}, fmt.Errorf("list: %w", err)
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return time.Time{}, err
 		}
 		clear(wrong)
-		for i := range list.Items {
-			note(&list.Items[i])
+		for _, item := range items {
+			note(item.(client.Object))
 		}
-		if len(list.Items) == syncers && len(wrong) == 0 {
+		if len(items) == want && len(wrong) == 0 {
 			return time.Now(), nil
 		}
-		w, err := wc.Watch(ctx, &v1alpha1.EurekaSyncerList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+		w, err := wc.Watch(ctx, newList(), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
 		if err != nil {
-			return time.Time{}, fmt.Errorf("watch syncers: %w", err)
+			return time.Time{}, fmt.Errorf("watch: %w", err)
 		}
-		listed := len(list.Items)
+		listed := len(items)
 	events:
 		for {
 			select {
@@ -604,13 +702,13 @@ func waitStatusesRight(ctx context.Context, cp *harness.ControlPlane, syncers in
 					example = err
 					break
 				}
-				return time.Time{}, fmt.Errorf("every syncer's status right within %s: %d of %d not, such as %v", timeout, len(wrong), syncers, example)
+				return time.Time{}, fmt.Errorf("every %s right within %s: %d of %d not, such as %v", what, timeout, len(wrong), want, example)
 			case ev, ok := <-w.ResultChan():
 				if !ok {
 					break events
 				}
-				s, isSyncer := ev.Object.(*v1alpha1.EurekaSyncer)
-				if !isSyncer {
+				o, isObject := ev.Object.(client.Object)
+				if !isObject {
 					continue
 				}
 				switch ev.Type {
@@ -618,12 +716,12 @@ func waitStatusesRight(ctx context.Context, cp *harness.ControlPlane, syncers in
 					if ev.Type == watch.Added {
 						listed++
 					}
-					note(s)
+					note(o)
 				case watch.Deleted:
 					listed--
-					delete(wrong, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
+					delete(wrong, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
 				}
-				if listed == syncers && len(wrong) == 0 {
+				if listed == want && len(wrong) == 0 {
 					w.Stop()
 					return time.Now(), nil
 				}

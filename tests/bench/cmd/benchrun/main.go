@@ -29,7 +29,7 @@ func main() {
 	quick := flag.Bool("quick", os.Getenv("BENCH_QUICK") != "" && os.Getenv("BENCH_QUICK") != "0", "small counts and short windows (also BENCH_QUICK=1)")
 	phases := flag.String("phases", os.Getenv("BENCH_PHASES"), "comma-separated phases to run: "+strings.Join(bench.AllPhases, ",")+" (default all; also BENCH_PHASES)")
 	before := flag.String("before", os.Getenv("BENCH_BEFORE"), "an older commit whose manager the reconciler's scenarios measure too, for the \"before\" figures (also BENCH_BEFORE)")
-	scale := flag.String("scale", os.Getenv("BENCH_SCALE"), "comma-separated ids of the reconciler's scenarios to run, such as 1000x20,1000x20_upgrade (default all; also BENCH_SCALE)")
+	scale := flag.String("scale", os.Getenv("BENCH_SCALE"), "comma-separated ids of the reconciler's scenarios to run, such as 1000x20,1000x20_upgrade,import_1000x10 (default all; also BENCH_SCALE)")
 	allowDirty := flag.Bool("allow-dirty", false, "measure a tree with uncommitted changes (development only: -out must then name another directory than bench)")
 	flag.Parse()
 
