@@ -10,11 +10,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/controller"
@@ -151,11 +155,22 @@ func TestPodWritePolicy_AnyOtherLabelOrAnnotationIsRefusedByName(t *testing.T) {
 	}
 }
 
-// managerWithPodWritePolicy installs the manager's ClusterRole and binding
-// and the pod write policy from manifests/default, waits until the API
-// server enforces the policy, and returns a client acting as the manager's
-// ServiceAccount. It removes them when the test ends.
+// managerWithPodWritePolicy is a client acting as the manager's
+// ServiceAccount, with the pod write policy enforced (managerBoundBy).
 func managerWithPodWritePolicy(t *testing.T) client.Client {
+	t.Helper()
+	probe := createPod(t, builders.Pod("kube-system", "vap-probe"))
+	return managerBoundBy(t, podWritePolicy, func(ctx context.Context, asManager client.Client) error {
+		return asManager.Patch(ctx, probe.DeepCopy(), podPatch(t, string(v1alpha1.TrafficStandby), ""))
+	})
+}
+
+// managerBoundBy installs the manager's ClusterRole and binding and the
+// policy named (and its binding) from manifests/default, waits until the
+// API server enforces the policy, and returns a client acting as the
+// manager's ServiceAccount. It removes them when the test ends. probe is
+// a write RBAC allows and the policy refuses.
+func managerBoundBy(t *testing.T, policy string, probe func(context.Context, client.Client) error) client.Client {
 	t.Helper()
 	ctx := testContext(t)
 	r := renderDefault(t)
@@ -163,8 +178,8 @@ func managerWithPodWritePolicy(t *testing.T) client.Client {
 	for _, obj := range []*unstructured.Unstructured{
 		r.object(t, "ClusterRole", "eurekube-manager"),
 		r.object(t, "ClusterRoleBinding", "eurekube-manager"),
-		r.object(t, "ValidatingAdmissionPolicy", podWritePolicy),
-		r.object(t, "ValidatingAdmissionPolicyBinding", podWritePolicy),
+		r.object(t, "ValidatingAdmissionPolicy", policy),
+		r.object(t, "ValidatingAdmissionPolicyBinding", policy),
 	} {
 		obj = obj.DeepCopy()
 		if err := suite.c.Create(ctx, obj); err != nil {
@@ -185,13 +200,12 @@ func managerWithPodWritePolicy(t *testing.T) client.Client {
 	}
 
 	// RBAC and the policy reach the API server's authorizer and admission
-	// chain through informers, a moment after they are created: a probe
-	// pod's patch is allowed (RBAC only), then refused (the policy).
-	probe := createPod(t, builders.Pod("kube-system", "vap-probe"))
-	harness.Eventually(t, 30*time.Second, "the API server enforcing "+podWritePolicy, func() error {
-		err := asManager.Patch(ctx, probe.DeepCopy(), podPatch(t, string(v1alpha1.TrafficStandby), ""))
-		if err == nil || !strings.Contains(err.Error(), podWritePolicy) {
-			return fmt.Errorf("the manager's patch of a kube-system pod returned %v", err)
+	// chain through informers, a moment after they are created: the probe
+	// is allowed (RBAC only), then refused (the policy).
+	harness.Eventually(t, 30*time.Second, "the API server enforcing "+policy, func() error {
+		err := probe(ctx, asManager)
+		if err == nil || !strings.Contains(err.Error(), policy) {
+			return fmt.Errorf("the manager's probe write returned %v", err)
 		}
 		return nil
 	})
@@ -260,4 +274,364 @@ func randomName(r *rand.Rand, n int) string {
 		b[i] = alphabet[r.IntN(len(alphabet))]
 	}
 	return string(b)
+}
+
+// The ValidatingAdmissionPolicy of manifests/import-write-policy, as
+// manifests/default renders it.
+const importWritePolicy = "eurekube-manager-import-writes"
+
+// The marks of an import's Service and slices, in the words of the
+// policy's refusals.
+const (
+	markLabel     = "the label " + controller.ImportLabel
+	markOwner     = "an ownerReference with controller: true to the EurekaImport (eurekube.io/v1alpha1) that label names"
+	markManagedBy = "the label " + discoveryv1.LabelManagedBy + "=" + controller.ImportManagedBy
+)
+
+// RBAC lets the manager create, update and delete any Service and
+// EndpointSlice in the cluster; the policy lets its ServiceAccount write
+// only those of an import. The test impersonates the ServiceAccount with
+// the shipped RBAC and policy installed; the writes it expects to pass are
+// the reconciler's (controller/imports.go), on objects built as
+// controller/import_plan.go builds them.
+func TestImportWritePolicy_TheManagerWritesOnlyItsImportsServicesAndSlices(t *testing.T) {
+	ctx := testContext(t)
+	asManager := managerWithImportWritePolicy(t)
+	ns := namespace(ctx, t, "vap-import", nil)
+	imp := importOwner(ns, "payments")
+
+	// What is not the manager's: kube-system's DNS, a team's Service in an
+	// opted-in namespace and the slice the endpoint slice controller keeps
+	// for it.
+	dns := createAsAdmin(t, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns", Labels: map[string]string{"k8s-app": "kube-dns"}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"k8s-app": "kube-dns"},
+			Ports: []corev1.ServicePort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}},
+	})
+	team := optedInNamespace(ctx, t, "vap-team")
+	teams := createAsAdmin(t, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "orders"},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "orders"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
+	})
+	teamsSlice := createAsAdmin(t, &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "orders-x7k2p", Labels: map[string]string{
+			discoveryv1.LabelServiceName: "orders", discoveryv1.LabelManagedBy: "endpointslice-controller.k8s.io"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.7"}}},
+	})
+	// An import's, made by the manager.
+	svc := importService(t, imp, "payments")
+	slice := importSlice(t, imp, "payments", "10.0.0.1")
+	for _, obj := range []client.Object{svc, slice} {
+		if err := asManager.Create(ctx, obj); err != nil {
+			t.Fatalf("the manager's create of %T %s was refused: %v", obj, obj.GetName(), err)
+		}
+		t.Cleanup(func() { _ = suite.c.Delete(context.Background(), obj) })
+	}
+
+	other := importOwner(ns, "orders")
+	denied := []struct {
+		what  string
+		write func(t *testing.T) error
+		// want is in the refusal after the policy's name.
+		want string
+	}{
+		{"a change to kube-system's kube-dns", func(t *testing.T) error {
+			s := dns.DeepCopy()
+			s.Spec.Ports[0].Port = 5353
+			return asManager.Update(ctx, s)
+		}, "Service kube-system/kube-dns is not one: it lacks " + markLabel + ", " + markOwner},
+		{"deleting kube-system's kube-dns", func(t *testing.T) error {
+			return asManager.Delete(ctx, dns.DeepCopy(), client.Preconditions{UID: &dns.UID})
+		}, "Service kube-system/kube-dns is not one"},
+		{"a team's Service marked as the import's, to adopt it", func(t *testing.T) error {
+			s := teams.DeepCopy()
+			teamImport := importOwner(team, imp.Name)
+			s.Labels = map[string]string{controller.ImportLabel: teamImport.Name}
+			mustOwn(t, teamImport, s)
+			return asManager.Update(ctx, s)
+		}, "Service " + team + "/orders is not one"},
+		{"deleting a team's Service", func(t *testing.T) error {
+			return asManager.Delete(ctx, teams.DeepCopy())
+		}, "Service " + team + "/orders is not one"},
+		{"a change to the endpoint slice controller's slice", func(t *testing.T) error {
+			s := teamsSlice.DeepCopy()
+			s.Endpoints[0].Addresses = []string{"203.0.113.9"}
+			return asManager.Update(ctx, s)
+		}, "EndpointSlice " + team + "/orders-x7k2p is not one: it lacks " + markLabel + ", " + markOwner + ", " + markManagedBy},
+		{"deleting the endpoint slice controller's slice", func(t *testing.T) error {
+			return asManager.Delete(ctx, teamsSlice.DeepCopy())
+		}, "EndpointSlice " + team + "/orders-x7k2p is not one"},
+		{"a slice for kube-dns in kube-system, unmarked", func(t *testing.T) error {
+			s := &discoveryv1.EndpointSlice{
+				ObjectMeta:  metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns-eurekube", Labels: map[string]string{discoveryv1.LabelServiceName: "kube-dns"}},
+				AddressType: discoveryv1.AddressTypeIPv4,
+				Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"203.0.113.9"}}},
+			}
+			return asManager.Create(ctx, s)
+		}, "the EndpointSlice kube-system/kube-dns-eurekube it creates lacks " + markLabel},
+		{"taking the import label off its Service", func(t *testing.T) error {
+			s := getAsAdmin(t, svc)
+			delete(s.Labels, controller.ImportLabel)
+			return asManager.Update(ctx, s)
+		}, "this request leaves Service " + ns + "/payments without " + markLabel},
+		{"taking the owner off its slice", func(t *testing.T) error {
+			s := getAsAdmin(t, slice)
+			s.OwnerReferences = nil
+			return asManager.Update(ctx, s)
+		}, "this request leaves EndpointSlice " + ns + "/" + slice.Name + " without " + markOwner},
+		{"taking managed-by off its slice", func(t *testing.T) error {
+			s := getAsAdmin(t, slice)
+			s.Labels[discoveryv1.LabelManagedBy] = "endpointslice-controller.k8s.io"
+			return asManager.Update(ctx, s)
+		}, "without " + markManagedBy},
+		{"handing its Service to another import", func(t *testing.T) error {
+			s := getAsAdmin(t, svc)
+			s.Labels[controller.ImportLabel] = other.Name
+			s.OwnerReferences = nil
+			mustOwn(t, other, s)
+			return asManager.Update(ctx, s)
+		}, "may not hand Service " + ns + "/payments from one EurekaImport to another"},
+		{"externalIPs on its Service, to capture another address's traffic", func(t *testing.T) error {
+			s := getAsAdmin(t, svc)
+			s.Spec.ExternalIPs = []string{"203.0.113.10"}
+			return asManager.Update(ctx, s)
+		}, "Service " + ns + "/payments has externalIPs"},
+		{"a marked Service with a selector, of type NodePort", func(t *testing.T) error {
+			s := importService(t, imp, "payments-nodeport")
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			s.Spec.Selector = map[string]string{"app": "orders"}
+			return asManager.Create(ctx, s)
+		}, "Service " + ns + "/payments-nodeport has type NodePort, a selector"},
+	}
+	for _, d := range denied {
+		t.Run("denies "+d.what, func(t *testing.T) {
+			requireRefused(t, importWritePolicy, d.write(t), "the eurekube manager", d.want)
+		})
+	}
+
+	t.Run("the denied objects are unchanged", func(t *testing.T) {
+		for _, obj := range []client.Object{dns, teams, teamsSlice, svc, slice} {
+			got := obj.DeepCopyObject().(client.Object)
+			if err := suite.c.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
+				t.Fatalf("%T %s/%s: %v", obj, obj.GetNamespace(), obj.GetName(), err)
+			}
+			if got.GetResourceVersion() != obj.GetResourceVersion() {
+				t.Errorf("%T %s/%s changed: resourceVersion %s → %s", obj, obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), got.GetResourceVersion())
+			}
+		}
+	})
+
+	// As applyImport and removeImported write: Update of the object read,
+	// Delete with the UID as precondition.
+	t.Run("allows the reconciler's own writes", func(t *testing.T) {
+		s := getAsAdmin(t, slice)
+		s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.0.0.2"},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr(false), Serving: ptr(false), Terminating: ptr(false)}})
+		s.Labels[discoveryv1.LabelServiceName] = "payments-renamed"
+		if err := asManager.Update(ctx, s); err != nil {
+			t.Fatalf("the manager's update of its slice's endpoints was refused: %v", err)
+		}
+		v := getAsAdmin(t, svc)
+		v.Spec.Ports = append(v.Spec.Ports, corev1.ServicePort{Name: "https", Port: 443, Protocol: corev1.ProtocolTCP})
+		if err := asManager.Update(ctx, v); err != nil {
+			t.Fatalf("the manager's update of its Service's ports was refused: %v", err)
+		}
+		headless := importService(t, imp, "payments-headless")
+		headless.Spec.ClusterIP = corev1.ClusterIPNone
+		if err := asManager.Create(ctx, headless); err != nil {
+			t.Fatalf("the manager's create of a headless Service was refused: %v", err)
+		}
+		for _, obj := range []client.Object{s, getAsAdmin(t, svc), headless} {
+			uid := obj.GetUID()
+			if err := asManager.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil {
+				t.Fatalf("the manager's delete of %T %s was refused: %v", obj, obj.GetName(), err)
+			}
+		}
+	})
+}
+
+// Every combination of the marks, present, absent or wrong, on a Service
+// and a slice the manager creates: the API server admits exactly the
+// combination the reconciler writes, and each refusal names the marks
+// that are missing or wrong.
+func TestImportWritePolicy_ACreateLackingAnyMarkIsRefusedNamingIt(t *testing.T) {
+	ctx := testContext(t)
+	asManager := managerWithImportWritePolicy(t)
+	ns := namespace(ctx, t, "vap-import-marks", nil)
+	imp := importOwner(ns, "payments")
+
+	labels := map[string]*string{"absent": nil, "the import's": &imp.Name, "another import's": ptr("orders")}
+	owners := map[string]func(*metav1.OwnerReference){
+		"absent":          nil,
+		"the import":      func(*metav1.OwnerReference) {},
+		"not controller":  func(r *metav1.OwnerReference) { r.Controller = ptr(false) },
+		"another kind":    func(r *metav1.OwnerReference) { r.Kind = "EurekaSyncer" },
+		"another version": func(r *metav1.OwnerReference) { r.APIVersion = "eurekube.io/v1" },
+	}
+	managedBy := map[string]*string{"absent": nil, "eurekube.io": ptr(controller.ImportManagedBy), "another manager's": ptr("endpointslice-controller.k8s.io")}
+
+	n := 0
+	for labelCase, label := range labels {
+		for ownerCase, owner := range owners {
+			for managedByCase, manager := range managedBy {
+				for _, kind := range []string{"Service", "EndpointSlice"} {
+					if kind == "Service" && managedByCase != "absent" {
+						continue
+					}
+					n++
+					name := fmt.Sprintf("marks-%d", n)
+					var obj client.Object = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+						Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
+					if kind == "EndpointSlice" {
+						obj = &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+							AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}}}
+					}
+					l := map[string]string{}
+					if label != nil {
+						l[controller.ImportLabel] = *label
+					}
+					if manager != nil {
+						l[discoveryv1.LabelManagedBy] = *manager
+					}
+					obj.SetLabels(l)
+					if owner != nil {
+						mustOwn(t, imp, obj)
+						refs := obj.GetOwnerReferences()
+						owner(&refs[0])
+						obj.SetOwnerReferences(refs)
+					}
+
+					var lacks []string
+					if label == nil {
+						lacks = append(lacks, markLabel)
+					}
+					if ownerCase != "the import" || labelCase == "another import's" {
+						lacks = append(lacks, markOwner)
+					}
+					if kind == "EndpointSlice" && managedByCase != "eurekube.io" {
+						lacks = append(lacks, markManagedBy)
+					}
+					what := fmt.Sprintf("%s with label %s, owner %s, managed-by %s", kind, labelCase, ownerCase, managedByCase)
+					err := asManager.Create(ctx, obj)
+					if len(lacks) == 0 {
+						if err != nil {
+							t.Fatalf("the manager's create of a %s was refused: %v", what, err)
+						}
+						uid := obj.GetUID()
+						if err := asManager.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil {
+							t.Fatalf("the manager's delete of a %s was refused: %v", what, err)
+						}
+						continue
+					}
+					if err == nil {
+						_ = suite.c.Delete(context.Background(), obj)
+					}
+					t.Run(what, func(t *testing.T) {
+						requireRefused(t, importWritePolicy, err, "the eurekube manager may write only",
+							"the "+kind+" "+ns+"/"+name+" it creates lacks "+strings.Join(lacks, ", "))
+					})
+				}
+			}
+		}
+	}
+}
+
+// managerWithImportWritePolicy is a client acting as the manager's
+// ServiceAccount, with the import write policy enforced (managerBoundBy).
+func managerWithImportWritePolicy(t *testing.T) client.Client {
+	t.Helper()
+	probe := createAsAdmin(t, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", GenerateName: "vap-probe-"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}},
+	})
+	return managerBoundBy(t, importWritePolicy, func(ctx context.Context, asManager client.Client) error {
+		return asManager.Update(ctx, probe.DeepCopy())
+	})
+}
+
+// importOwner is an EurekaImport as the manager's owner references name
+// it. It is never created: the API server checks no owner's existence, and
+// the policy reads only the reference (the suite's manager then has no
+// import to act on).
+func importOwner(ns, name string) *v1alpha1.EurekaImport {
+	return &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uuid.NewUUID()}}
+}
+
+// importService is the Service planImport builds for imp, owned as
+// applyImport sets it (controllerutil.SetControllerReference).
+func importService(t *testing.T, imp *v1alpha1.EurekaImport, name string) *corev1.Service {
+	t.Helper()
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: imp.Namespace, Name: name, Labels: map[string]string{controller.ImportLabel: imp.Name}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP,
+			Ports: []corev1.ServicePort{{Name: "http", Port: v1alpha1.DefaultImportPort, Protocol: corev1.ProtocolTCP}}},
+	}
+	mustOwn(t, imp, s)
+	return s
+}
+
+// importSlice is an EndpointSlice planImport builds for imp's Service, one
+// UP instance at addr.
+func importSlice(t *testing.T, imp *v1alpha1.EurekaImport, service, addr string) *discoveryv1.EndpointSlice {
+	t.Helper()
+	s := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: imp.Namespace, Name: service + "-eurekube-0a1b2c3d-0", Labels: map[string]string{
+			controller.ImportLabel:       imp.Name,
+			discoveryv1.LabelServiceName: service,
+			discoveryv1.LabelManagedBy:   controller.ImportManagedBy,
+		}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{addr},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr(true), Serving: ptr(true), Terminating: ptr(false)}}},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr("http"), Port: ptr(int32(8080)), Protocol: ptr(corev1.ProtocolTCP)}},
+	}
+	mustOwn(t, imp, s)
+	return s
+}
+
+// mustOwn makes imp obj's controller, as the reconciler does.
+func mustOwn(t *testing.T, imp *v1alpha1.EurekaImport, obj client.Object) {
+	t.Helper()
+	if err := controllerutil.SetControllerReference(imp, obj, suite.cp.Scheme); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// createAsAdmin creates obj as an administrator and deletes it when the
+// test ends.
+func createAsAdmin[T client.Object](t *testing.T, obj T) T {
+	t.Helper()
+	if err := suite.c.Create(testContext(t), obj); err != nil {
+		t.Fatalf("create %T %s/%s: %v", obj, obj.GetNamespace(), obj.GetName(), err)
+	}
+	t.Cleanup(func() { _ = suite.c.Delete(context.Background(), obj) })
+	return obj
+}
+
+// getAsAdmin reads obj as it is stored.
+func getAsAdmin[T client.Object](t *testing.T, obj T) T {
+	t.Helper()
+	got := obj.DeepCopyObject().(T)
+	if err := suite.c.Get(testContext(t), client.ObjectKeyFromObject(obj), got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// requireRefused fails the test unless err is policy's refusal, its
+// message holding each of want.
+func requireRefused(t *testing.T, policy string, err error, want ...string) {
+	t.Helper()
+	switch {
+	case err == nil:
+		t.Fatalf("the manager's write was allowed, want refused by %s with %q", policy, want)
+	case !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+policy+"'"):
+		t.Fatalf("the manager's write: %v, want refused by %s", err, policy)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Fatalf("the manager's write was refused with %q, want it to say %q", err, w)
+		}
+	}
 }

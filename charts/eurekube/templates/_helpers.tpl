@@ -19,6 +19,7 @@ manifests/. The prefix is cut to 50 characters so that "<prefix>-webhook",
 {{- define "eurekube.servingSecret" -}}{{ include "eurekube.fullname" . }}-webhook-tls{{- end -}}
 {{- define "eurekube.credentialsRole" -}}{{ include "eurekube.fullname" . }}-eureka-credentials{{- end -}}
 {{- define "eurekube.podWritePolicy" -}}{{ include "eurekube.managerName" . }}-pod-writes{{- end -}}
+{{- define "eurekube.importWritePolicy" -}}{{ include "eurekube.managerName" . }}-import-writes{{- end -}}
 {{- define "eurekube.uninstallName" -}}{{ include "eurekube.fullname" . }}-uninstall{{- end -}}
 
 {{/*
