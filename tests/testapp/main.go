@@ -20,6 +20,9 @@
 //
 // `testapp proxy -listen ADDR -to HOST:PORT -exit-after-sigterm D` is a
 // service mesh's proxy in front of the app (proxy.go).
+//
+// `testapp call -url URL` calls URL (a Service by its DNS name) every
+// 100 ms from inside a pod and serves its counts on :8080/stats (call.go).
 package main
 
 import (
@@ -41,6 +44,13 @@ func main() {
 	if len(os.Args) == 3 && os.Args[1] == "hook" {
 		if err := hook(os.Args[2], pod); err != nil {
 			fmt.Fprintln(os.Stderr, "testapp hook:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "call" {
+		if err := runCaller(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "testapp call:", err)
 			os.Exit(1)
 		}
 		return
