@@ -463,11 +463,13 @@ func TestImportWritePolicy_ACreateLackingAnyMarkIsRefusedNamingIt(t *testing.T) 
 
 	labels := map[string]*string{"absent": nil, "the import's": &imp.Name, "another import's": ptr("orders")}
 	owners := map[string]func(*metav1.OwnerReference){
-		"absent":          nil,
-		"the import":      func(*metav1.OwnerReference) {},
+		"absent":     nil,
+		"the import": func(*metav1.OwnerReference) {},
+		// blockOwnerDeletion: OwnerReferencesPermissionEnforcement, before
+		// the policy, would refuse it on an owner of another kind.
 		"not controller":  func(r *metav1.OwnerReference) { r.Controller = ptr(false) },
-		"another kind":    func(r *metav1.OwnerReference) { r.Kind = "EurekaSyncer" },
-		"another version": func(r *metav1.OwnerReference) { r.APIVersion = "eurekube.io/v1" },
+		"another kind":    func(r *metav1.OwnerReference) { r.Kind, r.BlockOwnerDeletion = "EurekaSyncer", nil },
+		"another version": func(r *metav1.OwnerReference) { r.APIVersion, r.BlockOwnerDeletion = "eurekube.io/v1", nil },
 	}
 	managedBy := map[string]*string{"absent": nil, "eurekube.io": ptr(controller.ImportManagedBy), "another manager's": ptr("endpointslice-controller.k8s.io")}
 
