@@ -53,6 +53,7 @@ const (
 	checkCredentials    = "credentials-rbac"
 	checkInjected       = "pods-injected"
 	checkRegistrar      = "registrar-current"
+	checkImports        = "imports"
 )
 
 // CRDName is the name of the EurekaSyncer CRD.
@@ -434,6 +435,89 @@ func evaluateRegistrar(syncers []v1alpha1.EurekaSyncer, outdated []string, curre
 		f.Detail += " (status: " + strings.Join(stale, ", ") + ")"
 	}
 	f.Detail += "; a rollout of their workloads picks the current one up"
+	return f
+}
+
+// importTarget is an import with the Service of its name (nil: none).
+type importTarget struct {
+	imp     *v1alpha1.EurekaImport
+	service *corev1.Service
+}
+
+// evaluateImports: per import, what the manager last wrote (Permitted,
+// EurekaReachable, ServiceOwned, Synced) and that the Service exists and
+// is the import's.
+func evaluateImports(targets []importTarget, now time.Time) []Finding {
+	if len(targets) == 0 {
+		return []Finding{{Verdict: Pass, Check: checkImports, Detail: "no EurekaImport"}}
+	}
+	out := make([]Finding, 0, len(targets))
+	for _, t := range targets {
+		out = append(out, evaluateImport(t, now))
+	}
+	return out
+}
+
+func evaluateImport(t importTarget, now time.Time) Finding {
+	imp := t.imp
+	name := imp.Namespace + "/" + imp.Name
+	svcName := cmpOr(imp.Status.ServiceName, imp.EffectiveServiceName())
+	f := Finding{Check: checkImports, Verdict: Fail}
+	conds := imp.Status.Conditions
+	synced := meta.FindStatusCondition(conds, v1alpha1.ConditionSynced)
+	falseOf := func(typ string) *metav1.Condition {
+		if c := meta.FindStatusCondition(conds, typ); c != nil && c.Status == metav1.ConditionFalse {
+			return c
+		}
+		return nil
+	}
+	said := func(c *metav1.Condition) string { return fmt.Sprintf("%s: %s: %s", name, c.Reason, c.Message) }
+	switch {
+	case synced == nil:
+		f.Verdict, f.Detail = Warn, name+": not reconciled yet (no "+v1alpha1.ConditionSynced+" condition): is the manager running?"
+		return f
+	case falseOf(v1alpha1.ConditionPermitted) != nil:
+		f.Detail = said(falseOf(v1alpha1.ConditionPermitted))
+		f.Fix = fmt.Sprintf("the platform decides: an EurekaAppPolicy must grant namespace %s the app %s, and the manager's --allowed-eureka-host its Eureka servers; or change spec.eureka", imp.Namespace, imp.EffectiveApp())
+		return f
+	case falseOf(v1alpha1.ConditionEurekaReachable) != nil:
+		f.Detail = said(falseOf(v1alpha1.ConditionEurekaReachable)) + "; " + synced.Message
+		f.Fix = fmt.Sprintf("check spec.eureka of %s (or the manager's --eureka-url), its credentials Secret, and that the manager's pods reach Eureka; the endpoints stay as last read until it answers", name)
+		return f
+	case falseOf(v1alpha1.ConditionServiceOwned) != nil:
+		f.Detail = said(falseOf(v1alpha1.ConditionServiceOwned))
+		f.Fix = fmt.Sprintf("set spec.service.name of %s to a free name, or delete Service %s/%s if nothing needs it", name, imp.Namespace, svcName)
+		return f
+	case synced.Status != metav1.ConditionTrue:
+		f.Detail = said(synced)
+		f.Fix = fmt.Sprintf("the message says what the manager saw: an app Eureka does not list yet (check spec.app), or instances that enable none of the Service's ports (spec.service.ports[].instancePort); kubectl -n %s describe eimp %s", imp.Namespace, imp.Name)
+		return f
+	case t.service == nil:
+		f.Detail = fmt.Sprintf("%s: Service %s/%s not found, though the import is Synced", name, imp.Namespace, svcName)
+		f.Fix = "the manager makes it again at its next resync; if it stays missing, read the manager's logs"
+		return f
+	case !metav1.IsControlledBy(t.service, imp):
+		owner := "no controller"
+		if ref := metav1.GetControllerOf(t.service); ref != nil {
+			owner = "controlled by " + ref.Kind + " " + ref.Name
+		}
+		f.Detail = fmt.Sprintf("%s: Service %s/%s is not this import's (%s)", name, imp.Namespace, svcName, owner)
+		f.Fix = fmt.Sprintf("set spec.service.name of %s to a free name, or delete that Service if nothing needs it", name)
+		return f
+	}
+	lastSync := "never"
+	if imp.Status.LastSyncTime != nil {
+		lastSync = age(imp.Status.LastSyncTime.Time, now) + " ago"
+	}
+	detail := fmt.Sprintf("%s: Service %s, %s endpoint(s) ready, synced %s", name, svcName, cmpOr(imp.Status.Endpoints, "0/0"), lastSync)
+	switch {
+	case synced.Reason == v1alpha1.ReasonLeasesExpired:
+		f.Verdict, f.Detail = Warn, name+": "+synced.Message
+	case imp.Status.ReadyEndpoints == 0:
+		f.Verdict, f.Detail = Warn, detail+": no instance of "+imp.EffectiveApp()+" is UP, so calls to the Service fail"
+	default:
+		f.Verdict, f.Detail = Pass, detail
+	}
 	return f
 }
 

@@ -246,7 +246,7 @@ func TestCheck_AHealthyInstallationPassesAndEachFaultIsNamed(t *testing.T) {
 	c := cp.Client
 
 	out := h.check(t, ExitOK, "PASS", checkWebhookAnswers, "came back with the eurekube-registrar container")
-	for _, name := range []string{checkCRD, checkManager, checkWebhookConfig, checkWebhookCert, checkEureka, checkCredentials, checkInjected, checkRegistrar} {
+	for _, name := range []string{checkCRD, checkManager, checkWebhookConfig, checkWebhookCert, checkEureka, checkImports, checkCredentials, checkInjected, checkRegistrar} {
 		if lineOf(out, "PASS", name) == "" {
 			t.Errorf("no PASS %s line:\n%s", name, out)
 		}
@@ -356,6 +356,71 @@ func TestCheck_AHealthyInstallationPassesAndEachFaultIsNamed(t *testing.T) {
 		h.check(t, ExitFailure, "FAIL", checkWebhookAnswers, "was refused")
 		h.installWebhook(ctx, t)
 		h.check(t, ExitOK, "PASS", checkWebhookAnswers)
+	})
+
+	t.Run("an import", func(t *testing.T) {
+		imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: checkNamespace, Name: "payments"}, Spec: v1alpha1.EurekaImportSpec{App: "payments"}}
+		if err := c.Create(ctx, imp); err != nil {
+			t.Fatal(err)
+		}
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: checkNamespace, Name: "payments"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+		t.Cleanup(func() {
+			// No garbage collector runs here: delete the Service too.
+			for _, obj := range []client.Object{imp, svc} {
+				if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+					t.Error(err)
+				}
+			}
+		})
+		importStatus := func(conditions ...metav1.Condition) {
+			var cur v1alpha1.EurekaImport
+			if err := c.Get(ctx, client.ObjectKeyFromObject(imp), &cur); err != nil {
+				t.Fatal(err)
+			}
+			cur.Status.App, cur.Status.ServiceName, cur.Status.Endpoints, cur.Status.ReadyEndpoints, cur.Status.TotalEndpoints = "PAYMENTS", "payments", "2/3", 2, 3
+			cur.Status.LastSyncTime = &metav1.Time{Time: time.Now()}
+			for _, cond := range conditions {
+				meta.SetStatusCondition(&cur.Status.Conditions, cond)
+			}
+			if err := c.Status().Update(ctx, &cur); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The manager has not written its status yet.
+		h.check(t, ExitOK, "WARN", checkImports, checkNamespace+"/payments: not reconciled yet")
+
+		importStatus(
+			metav1.Condition{Type: v1alpha1.ConditionPermitted, Status: metav1.ConditionTrue, Reason: "Permitted"},
+			metav1.Condition{Type: v1alpha1.ConditionEurekaReachable, Status: metav1.ConditionTrue, Reason: "Reachable"},
+			metav1.Condition{Type: v1alpha1.ConditionServiceOwned, Status: metav1.ConditionTrue, Reason: "ServiceOwned"},
+			metav1.Condition{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionTrue, Reason: "Imported"},
+		)
+		h.check(t, ExitFailure, "FAIL", checkImports, "Service "+checkNamespace+"/payments not found", "fix: the manager makes it again")
+
+		// Someone else's Service of that name.
+		if err := c.Create(ctx, svc); err != nil {
+			t.Fatal(err)
+		}
+		h.check(t, ExitFailure, "FAIL", checkImports, "Service "+checkNamespace+"/payments is not this import's (no controller)")
+
+		// The import's own, as the manager makes it.
+		if err := c.Get(ctx, client.ObjectKeyFromObject(imp), imp); err != nil {
+			t.Fatal(err)
+		}
+		yes := true
+		svc.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "EurekaImport", Name: imp.Name, UID: imp.UID, Controller: &yes}}
+		if err := c.Update(ctx, svc); err != nil {
+			t.Fatal(err)
+		}
+		h.check(t, ExitOK, "PASS", checkImports, checkNamespace+"/payments: Service payments, 2/3 endpoint(s) ready, synced")
+
+		importStatus(
+			metav1.Condition{Type: v1alpha1.ConditionEurekaReachable, Status: metav1.ConditionFalse, Reason: "EurekaUnreachable", Message: "http://eureka:8761/eureka: connection refused"},
+			metav1.Condition{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionFalse, Reason: "EurekaUnreachable", Message: "Eureka could not be read: the endpoints are kept as last read"},
+		)
+		h.check(t, ExitFailure, "FAIL", checkImports, checkNamespace+"/payments: EurekaUnreachable: http://eureka:8761/eureka: connection refused; Eureka could not be read: the endpoints are kept as last read",
+			"fix: check spec.eureka of "+checkNamespace+"/payments")
 	})
 
 	t.Run("CRD missing", func(t *testing.T) {

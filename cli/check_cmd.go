@@ -15,6 +15,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,12 +41,16 @@ Eureka servers answered the manager with its credentials; the manager's
 ServiceAccount can read each Secret and ConfigMap the syncers' spec.eureka
 names: credentials, CA bundle, client certificate (a SubjectAccessReview);
 every selected pod runs the registrar; injected pods run the registrar
-the webhook injects now.
+the webhook injects now; each EurekaImport is permitted, read its Eureka
+servers, owns its Service and is synced, and the Service exists and is
+the import's (WARN while no endpoint is ready, or while Eureka lists
+instances past their lease).
 
 Eureka is not called from here: this command runs outside the cluster and
 may not reach it. The manager reads every syncer's Eureka servers at each
 resync and writes what it found into the condition EurekaReachable, which
-is what the eureka check reports.`
+is what the eureka check reports; the imports check reads the imports'
+conditions the same way.`
 
 type checkFlags struct {
 	kube                 kubeFlags
@@ -133,9 +138,15 @@ func gatherFindings(ctx context.Context, c client.Client, f checkFlags, now time
 		out = append(out, evaluateCertificate(f.manager.namespace+"/"+secretName, orNil(ok, secret), caBundle, host, now, f.certDays, certMode))
 	}
 
+	// Imports are checked whether or not syncers can be listed.
+	imports := importFindings(ctx, c, now)
 	var syncers v1alpha1.EurekaSyncerList
 	if err := c.List(ctx, &syncers); err != nil {
-		for _, check := range []string{checkWebhookAnswers, checkEureka, checkCredentials, checkInjected, checkRegistrar} {
+		for _, check := range []string{checkWebhookAnswers, checkEureka, checkImports, checkCredentials, checkInjected, checkRegistrar} {
+			if check == checkImports {
+				out = append(out, imports...)
+				continue
+			}
 			out = append(out, Finding{Verdict: Warn, Check: check, Detail: fmt.Sprintf("not checked: cannot list EurekaSyncers: %v", err)})
 		}
 		return out
@@ -147,6 +158,7 @@ func gatherFindings(ctx context.Context, c client.Client, f checkFlags, now time
 	}
 	out = append(out, evaluateWebhookAnswers(tryWebhook(ctx, c, syncers.Items, excluded)))
 	out = append(out, evaluateEureka(syncers.Items)...)
+	out = append(out, imports...)
 
 	if m == nil {
 		out = append(out, Finding{Verdict: Warn, Check: checkCredentials, Detail: "not checked: the manager's Deployment (its ServiceAccount) was not read"})
@@ -167,6 +179,34 @@ func gatherFindings(ctx context.Context, c client.Client, f checkFlags, now time
 	}
 	out = append(out, evaluateRegistrar(syncers.Items, outdated, current))
 	return out
+}
+
+// importFindings reads every import and the Service of its name, and
+// evaluates them.
+func importFindings(ctx context.Context, c client.Reader, now time.Time) []Finding {
+	var list v1alpha1.EurekaImportList
+	if err := c.List(ctx, &list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return []Finding{{Verdict: Warn, Check: checkImports, Detail: "not checked: the cluster has no EurekaImport CRD (its Eurekube predates imports; kubectl apply -k manifests/crd adds it)"}}
+		}
+		return []Finding{readFailure(checkImports, fmt.Errorf("list EurekaImports: %w", err))}
+	}
+	var targets []importTarget
+	for i := range list.Items {
+		imp := &list.Items[i]
+		if imp.DeletionTimestamp != nil {
+			continue
+		}
+		t := importTarget{imp: imp, service: &corev1.Service{}}
+		name := cmpOr(imp.Status.ServiceName, imp.EffectiveServiceName())
+		ok, err := get(ctx, c, client.ObjectKey{Namespace: imp.Namespace, Name: name}, t.service)
+		if err != nil {
+			return []Finding{readFailure(checkImports, fmt.Errorf("Service %s/%s: %w", imp.Namespace, name, err))}
+		}
+		t.service = orNil(ok, t.service)
+		targets = append(targets, t)
+	}
+	return evaluateImports(targets, now)
 }
 
 // get reads obj; ok is false when it does not exist.

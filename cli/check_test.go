@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -207,4 +208,67 @@ func TestCheck_WebhookHostIsTheServiceNameOrTheURLHost(t *testing.T) {
 	if got := webhookHost(mwc); got != "127.0.0.1" {
 		t.Errorf("url: %q", got)
 	}
+}
+
+func TestCheckImports_EachFalseConditionFailsWithItsMessage(t *testing.T) {
+	now := testNow
+	imp := vmOnly()
+	imp.UID = "payments-uid"
+	cond := func(typ string, status metav1.ConditionStatus, reason, message string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message}
+	}
+	healthy := []metav1.Condition{
+		cond(v1alpha1.ConditionPermitted, metav1.ConditionTrue, "Permitted", ""),
+		cond(v1alpha1.ConditionEurekaReachable, metav1.ConditionTrue, "Reachable", "Eureka answered"),
+		cond(v1alpha1.ConditionServiceOwned, metav1.ConditionTrue, "ServiceOwned", ""),
+		cond(v1alpha1.ConditionSynced, metav1.ConditionTrue, "Imported", "2 of 3 endpoint(s) ready"),
+	}
+	yes := true
+	owned := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "payments", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: v1alpha1.GroupVersion.String(), Kind: "EurekaImport", Name: "payments", UID: imp.UID, Controller: &yes}}}}
+	with := func(conds ...metav1.Condition) *v1alpha1.EurekaImport {
+		i := imp.DeepCopy()
+		i.Status.Conditions = append([]metav1.Condition(nil), healthy...)
+		for _, c := range conds {
+			meta.SetStatusCondition(&i.Status.Conditions, c)
+		}
+		return i
+	}
+
+	expect(t, evaluateImports(nil, now)[0], Pass, "no EurekaImport")
+	expect(t, evaluateImport(importTarget{imp: with(), service: owned}, now), Pass, "shop/payments: Service payments, 2/3 endpoint(s) ready, synced 12s ago")
+
+	notReconciled := imp.DeepCopy()
+	notReconciled.Status.Conditions = nil
+	expect(t, evaluateImport(importTarget{imp: notReconciled}, now), Warn, "not reconciled yet")
+
+	expect(t, evaluateImport(importTarget{imp: with(
+		cond(v1alpha1.ConditionPermitted, metav1.ConditionFalse, "AppNotGranted", "app PAYMENTS is not granted to namespace shop"),
+		cond(v1alpha1.ConditionSynced, metav1.ConditionFalse, "AppNotGranted", "nothing is imported"),
+	), service: owned}, now), Fail, "shop/payments: AppNotGranted: app PAYMENTS is not granted to namespace shop", "EurekaAppPolicy")
+
+	expect(t, evaluateImport(importTarget{imp: with(
+		cond(v1alpha1.ConditionEurekaReachable, metav1.ConditionFalse, "EurekaUnreachable", "http://eureka:8761/eureka: connection refused"),
+		cond(v1alpha1.ConditionSynced, metav1.ConditionFalse, "EurekaUnreachable", "Eureka could not be read: the endpoints are kept as last read at 2026-11-23T11:53:00Z (7m0s ago)"),
+	), service: owned}, now), Fail, "connection refused", "kept as last read", "check spec.eureka of shop/payments")
+
+	expect(t, evaluateImport(importTarget{imp: with(
+		cond(v1alpha1.ConditionServiceOwned, metav1.ConditionFalse, "ServiceNotOwned", "Service payments exists and is not this import's (it is managed by Helm)"),
+	)}, now), Fail, "it is managed by Helm", "set spec.service.name of shop/payments")
+
+	expect(t, evaluateImport(importTarget{imp: with(
+		cond(v1alpha1.ConditionSynced, metav1.ConditionFalse, "NoInstances", "Eureka lists no instance of PAYMENTS yet"),
+	), service: owned}, now), Fail, "NoInstances: Eureka lists no instance of PAYMENTS yet", "check spec.app")
+
+	expect(t, evaluateImport(importTarget{imp: with()}, now), Fail, "Service shop/payments not found")
+	byHand := owned.DeepCopy()
+	byHand.OwnerReferences = nil
+	expect(t, evaluateImport(importTarget{imp: with(), service: byHand}, now), Fail, "Service shop/payments is not this import's (no controller)")
+
+	expect(t, evaluateImport(importTarget{imp: with(
+		cond(v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonLeasesExpired, "1 instance(s) are listed past their lease (vm-2): the server may be in self-preservation"),
+	), service: owned}, now), Warn, "self-preservation")
+	noneReady := with()
+	noneReady.Status.Endpoints, noneReady.Status.ReadyEndpoints = "0/3", 0
+	expect(t, evaluateImport(importTarget{imp: noneReady, service: owned}, now), Warn, "no instance of PAYMENTS is UP")
 }
