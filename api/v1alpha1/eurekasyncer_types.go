@@ -241,10 +241,13 @@ type EurekaServers struct {
 	ServiceURLs []string `json:"serviceURLs,omitempty"`
 
 	// CredentialsSecretRef names a Secret of this namespace with the keys
-	// username and password for HTTP basic auth. The registrar receives them
-	// as files of a volume mounted into it alone, never as environment
-	// variables, and reads them again when the Secret changes; the manager
-	// reads the Secret again at each reconcile.
+	// username and password for HTTP basic auth. The Secret must consent
+	// with the label eurekube.io/eureka-credentials=true, or the manager
+	// sends nothing of it (the EurekaReachable condition says how to add
+	// it). The registrar receives them as files of a volume mounted into it
+	// alone, never as environment variables, and reads them again when the
+	// Secret changes; the manager reads the Secret again within five
+	// minutes, and at once after Eureka refuses it.
 	// +optional
 	CredentialsSecretRef *corev1.LocalObjectReference `json:"credentialsSecretRef,omitempty"`
 
