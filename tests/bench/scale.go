@@ -88,6 +88,8 @@ type BuiltManager struct {
 const (
 	scaleClusterID = "bench-cluster"
 	scaleWorkers   = 16
+	// scaleServiceRange holds 65,534 ClusterIPs.
+	scaleServiceRange = "10.96.0.0/16"
 )
 
 // benchNamespaceLabels label every namespace the bench's pods are created
@@ -301,7 +303,8 @@ func startScaleEnv(ctx context.Context, o ScaleOptions, sc Scenario, m BuiltMana
 	if err := o.Eureka.Restart(ctx); err != nil { // an empty registry
 		return nil, fmt.Errorf("restart eureka: %w", err)
 	}
-	if env.cp, err = harness.StartControlPlane(ctx, harness.ControlPlaneOptions{}); err != nil {
+	// Room for a Service per import, beside the API server's own.
+	if env.cp, err = harness.StartControlPlane(ctx, harness.ControlPlaneOptions{ServiceClusterIPRange: scaleServiceRange}); err != nil {
 		return nil, err
 	}
 	defer func() {

@@ -43,6 +43,9 @@ type ControlPlaneOptions struct {
 	// beyond its defaults, such as OwnerReferencesPermissionEnforcement
 	// (on in OpenShift).
 	AdmissionPlugins []string
+	// ServiceClusterIPRange replaces envtest's 10.0.0.0/24 (254
+	// ClusterIPs) for tests that make more Services.
+	ServiceClusterIPRange string
 }
 
 // LocalWebhook is a webhook server on this machine, reached over TLS.
@@ -111,6 +114,9 @@ func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlP
 	}
 	if len(opts.AdmissionPlugins) > 0 {
 		env.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", strings.Join(opts.AdmissionPlugins, ","))
+	}
+	if opts.ServiceClusterIPRange != "" {
+		env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", opts.ServiceClusterIPRange)
 	}
 	cfg, err := env.Start()
 	if err != nil {
