@@ -7,6 +7,13 @@
 // Spring Cloud client on the host, playing a VM that reaches pod IPs, calls
 // it by name so a rollout can be watched from the caller's side.
 //
+// ORDERS also runs on a "VM" (a Spring Boot app on the host), and the other
+// direction is shown too: the EurekaImport of manifests/samples makes ORDERS,
+// the VM's instance and the pods', Service orders of namespace shop, and a
+// pod calls it as a caller that discovers through Kubernetes does: by its
+// DNS name where the node runs the cluster's DNS, else by its ClusterIP (the
+// welcome says which, and why).
+//
 // The node needs root: it mounts, creates interfaces and iptables rules and
 // runs containerd. The command says why and exits at once where no node can
 // run. It prints how to reach everything and runs until Ctrl-C, then stops
@@ -18,9 +25,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -28,11 +38,16 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/cluster"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/tests/node"
@@ -160,7 +175,24 @@ func run() error {
 			return err
 		}
 	}
-	printWelcome(c, kubeconfig, spring, time.Since(start))
+	log.Info("importing ORDERS the other way: EurekaImport orders (manifests/samples/eurekaimport.yaml) keeps Service orders, whose endpoints are the app's instances, vm-1's included")
+	imp, err := deployImport(ctx, c, root)
+	if err != nil {
+		return err
+	}
+	if err := waitImported(ctx, c, imp, app.Replicas+1); err != nil {
+		return err
+	}
+	callee, err := importTarget(ctx, c, imp)
+	if err != nil {
+		return err
+	}
+	log.WithField("url", callee.url).Info("starting a pod that calls Service orders every 100 ms, as a Go or Node pod would")
+	callerStats, err := startPodCaller(ctx, c, imp.Namespace, callee.url)
+	if err != nil {
+		return err
+	}
+	printWelcome(c, kubeconfig, spring, imp, callee, callerStats, time.Since(start))
 	if *exitWhenReady {
 		return nil
 	}
@@ -208,7 +240,113 @@ func syncerSettled(ctx context.Context, c *cluster.Cluster, app cluster.App) err
 	return nil
 }
 
-func printWelcome(c *cluster.Cluster, kubeconfig string, spring *harness.SpringClient, took time.Duration) {
+// sampleImport is the import the sandbox deploys, with the node's Eureka
+// servers in place of the sample's.
+const sampleImport = "manifests/samples/eurekaimport.yaml"
+
+// deployImport creates the sample's EurekaImport, naming the node's Eureka
+// servers as the sample syncer does.
+func deployImport(ctx context.Context, c *cluster.Cluster, root string) (*v1alpha1.EurekaImport, error) {
+	data, err := os.ReadFile(filepath.Join(root, sampleImport))
+	if err != nil {
+		return nil, err
+	}
+	imp := &v1alpha1.EurekaImport{}
+	if err := yaml.UnmarshalStrict(data, imp); err != nil {
+		return nil, fmt.Errorf("%s: %w", sampleImport, err)
+	}
+	imp.Spec.Eureka.ServiceURLs = c.Peers.URLs()
+	if err := c.Node.Client.Create(ctx, imp); err != nil {
+		return nil, fmt.Errorf("create EurekaImport %s/%s: %w", imp.Namespace, imp.Name, err)
+	}
+	return imp, nil
+}
+
+// waitImported waits until the import is Synced with want endpoints, all
+// ready: the VM's and the pods'.
+func waitImported(ctx context.Context, c *cluster.Cluster, imp *v1alpha1.EurekaImport, want int32) error {
+	return harness.Poll(ctx, 3*time.Minute, 500*time.Millisecond, "the import synced", func() error {
+		if err := c.Node.Client.Get(ctx, client.ObjectKeyFromObject(imp), imp); err != nil {
+			return fmt.Errorf("read EurekaImport %s/%s: %w", imp.Namespace, imp.Name, err)
+		}
+		st := imp.Status
+		if synced := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSynced); synced == nil || synced.Status != metav1.ConditionTrue ||
+			st.ReadyEndpoints != want || st.TotalEndpoints != want {
+			return fmt.Errorf("EurekaImport %s status: endpoints %q, Synced %+v; want %d/%d, True", imp.Name, st.Endpoints, synced, want, want)
+		}
+		return nil
+	})
+}
+
+// callee is how a pod reaches the imported Service.
+type callee struct {
+	// url is what the pod calls.
+	url string
+	// byName is true when url holds the Service's DNS name; else its
+	// ClusterIP, and why.
+	byName bool
+	why    string
+}
+
+// importTarget is the URL a pod calls the import's Service by: its DNS
+// name when the node's cluster DNS answers for it (as the kubelet tells
+// pods to ask it), else its ClusterIP, which kube-proxy serves without any
+// DNS.
+func importTarget(ctx context.Context, c *cluster.Cluster, imp *v1alpha1.EurekaImport) (callee, error) {
+	var svc corev1.Service
+	if err := c.Node.Client.Get(ctx, client.ObjectKey{Namespace: imp.Namespace, Name: imp.Status.ServiceName}, &svc); err != nil {
+		return callee{}, fmt.Errorf("read the import's Service: %w", err)
+	}
+	name := svc.Name + "." + svc.Namespace + ".svc"
+	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(node.NodeIP, "53"))
+	}}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	addrs, err := resolver.LookupHost(rctx, name+".cluster.local")
+	if err == nil && slices.Contains(addrs, svc.Spec.ClusterIP) {
+		return callee{url: "http://" + name + "/", byName: true}, nil
+	}
+	why := "this node runs no cluster DNS"
+	if err == nil {
+		why = fmt.Sprintf("the node's DNS answers %v, not the ClusterIP", addrs)
+	}
+	return callee{url: "http://" + svc.Spec.ClusterIP + "/", why: why}, nil
+}
+
+// startPodCaller runs `testapp call` in a pod of namespace: every 100 ms it
+// calls url on a new connection (resolving the name anew each time) and
+// counts who answered. It returns the URL of its counts, which the host
+// reaches.
+func startPodCaller(ctx context.Context, c *cluster.Cluster, namespace, url string) (string, error) {
+	port := strconv.Itoa(int(builders.PortNumber))
+	pod := builders.Pod(namespace, "caller", builders.Named("caller"), builders.Image(c.Node.Image("testapp")), builders.Restricted(),
+		func(p *corev1.Pod) {
+			ct := &p.Spec.Containers[0]
+			ct.ImagePullPolicy = corev1.PullNever
+			ct.Args = []string{"call", "-url", url, "-listen", ":" + port}
+			ct.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
+				HTTPGet: &corev1.HTTPGetAction{Path: "/stats", Port: intstr.FromString(builders.PortName)}}}
+		})
+	if err := c.Node.Client.Create(ctx, pod); err != nil {
+		return "", fmt.Errorf("create the caller pod: %w", err)
+	}
+	err := harness.Poll(ctx, 2*time.Minute, 500*time.Millisecond, "the caller pod ready", func() error {
+		if err := c.Node.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.Status.PodIP == "" || !cluster.PodReady(pod) {
+			return fmt.Errorf("pod %s/%s: phase %s, IP %q", pod.Namespace, pod.Name, pod.Status.Phase, pod.Status.PodIP)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return "http://" + net.JoinHostPort(pod.Status.PodIP, port) + "/stats", nil
+}
+
+func printWelcome(c *cluster.Cluster, kubeconfig string, spring *harness.SpringClient, imp *v1alpha1.EurekaImport, to callee, callerStats string, took time.Duration) {
 	eureka := "http://" + c.Peers.Servers[0].Addr()
 	var others []string
 	for _, p := range c.Peers.Servers[1:] {
@@ -227,6 +365,14 @@ Eurekube sandbox is up (%s).
 	if spring != nil {
 		fmt.Printf("  Spring client      curl -s %s   (calls http://orders/ by name every 100 ms)\n", spring.StatsURL())
 	}
+	svc := imp.Status.ServiceName
+	how := "by name: the cluster's DNS, then kube-proxy"
+	if !to.byName {
+		how = fmt.Sprintf("Service %s's ClusterIP, through kube-proxy: %s, so pods cannot resolve %s.%s.svc", svc, to.why, svc, imp.Namespace)
+	}
+	fmt.Printf(`  Pod caller         curl -s %s   (a pod calling %s every 100 ms,
+                     %s; kubectl -n %s logs caller lists failed calls)
+`, callerStats, to.url, how, imp.Namespace)
 	fmt.Printf(`
   Try                kubectl -n shop rollout restart deploy/orders   (the client's "failed" stays 0)
                      kubectl -n shop scale deploy/orders --replicas 5
@@ -238,13 +384,21 @@ Eurekube sandbox is up (%s).
                        client's byInstance stops counting pods once its caches expire, ~95 s)
                      kubectl -n shop patch esync orders --type merge -p '{"spec":{"traffic":"Serve"}}'
                        the pods take their share again; Standby again is the rollback
-  Logs               %s   (pods: kubectl -n shop logs)
+
+  Import             The other way, for callers that discover through Kubernetes: EurekaImport
+                     %[2]s keeps Service %[3]s, whose endpoints are ORDERS's instances in Eureka,
+                     vm-1's and (includeThisCluster) the pods', ready while UP.
+                     kubectl -n %[4]s get eimp,endpointslices   (ENDPOINTS: ready/total)
+                     The pod caller's byInstance counts vm-1 and the pods; in Standby, vm-1 only
+                     once the manager's next registry read, behind Eureka's 30 s response
+                     cache, makes the pods not ready (within about a minute).
+  Logs               %[1]s   (pods: kubectl -n shop logs)
 
 The Eureka servers run with production timings: their responses are cached
 for up to 30 s, and old pods keep serving for 100 s after they leave Eureka.
 
 Press Ctrl-C to stop everything.
-`, c.LogDir)
+`, c.LogDir, imp.Name, imp.Status.ServiceName, imp.Namespace)
 }
 
 // reportHost compares the host after the node's teardown with the host
