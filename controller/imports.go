@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -65,6 +66,9 @@ func setupImports(mgr manager.Manager, r *Reconciler) error {
 		// put back.
 		Owns(&corev1.Service{}).
 		Owns(&discoveryv1.EndpointSlice{}).
+		// As the syncers': a reconcile mostly waits for the API server.
+		// One at a time, 1,000 imports took 51 s to their first slices.
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Complete(&importReconciler{r})
 }
 
@@ -271,7 +275,7 @@ func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.Eureka
 			if err := r.client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
 				return "", written, fmt.Errorf("delete Service %s to change its type: %w", svc.Name, err)
 			}
-			return "", written, fmt.Errorf("Service %s is made anew for its new type: retry", svc.Name)
+			return "", written, fmt.Errorf("made Service %s anew for its new type: retry", svc.Name)
 		}
 		svc.Spec.Ports = plan.service.Spec.Ports
 		if err := r.client.Update(ctx, &svc); err != nil {
