@@ -201,7 +201,7 @@ func importFindings(ctx context.Context, c client.Reader, now time.Time) []Findi
 		name := cmpOr(imp.Status.ServiceName, imp.EffectiveServiceName())
 		ok, err := get(ctx, c, client.ObjectKey{Namespace: imp.Namespace, Name: name}, t.service)
 		if err != nil {
-			return []Finding{readFailure(checkImports, fmt.Errorf("Service %s/%s: %w", imp.Namespace, name, err))}
+			return []Finding{readFailure(checkImports, fmt.Errorf("read the Service %s/%s of import %s: %w", imp.Namespace, name, imp.Name, err))}
 		}
 		t.service = orNil(ok, t.service)
 		targets = append(targets, t)
