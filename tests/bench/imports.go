@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -86,37 +85,9 @@ func createImports(ctx context.Context, env *scaleEnv, sc Scenario) error {
 			return fmt.Errorf("import %s/%s: %w", imp.Namespace, imp.Name, err)
 		}
 	}
-	jobs := make(chan int)
-	errs := make(chan error, scaleWorkers)
-	var wg sync.WaitGroup
-	for range scaleWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range jobs {
-				if err := env.eureka.Register(ctx, vmInstance(k/sc.InstancesPerApp, k)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	var sendErr error
-send:
-	for k := range sc.ImportedApps * sc.InstancesPerApp {
-		select {
-		case jobs <- k:
-		case sendErr = <-errs:
-			break send
-		case <-ctx.Done():
-			sendErr = ctx.Err()
-			break send
-		}
-	}
-	close(jobs)
-	wg.Wait()
-	close(errs)
-	return errors.Join(sendErr, <-errs)
+	return inParallel(ctx, sc.ImportedApps*sc.InstancesPerApp, func(k int) error {
+		return env.eureka.Register(ctx, vmInstance(k/sc.InstancesPerApp, k))
+	})
 }
 
 func importNamespace(n int) string { return fmt.Sprintf("import-%02d", n) }

@@ -505,19 +505,25 @@ func (f *fixtures) create(ctx context.Context, sc Scenario) ([]*v1alpha1.EurekaS
 			syncers = append(syncers, s)
 		}
 	}
-	type job struct {
-		s *v1alpha1.EurekaSyncer
-		i int // the pod's index in the whole scenario
+	err := inParallel(ctx, sc.pods(), func(i int) error { return f.injectedReadyPod(ctx, syncers[i/sc.PodsPerSyncer], i) })
+	if err != nil {
+		return nil, err
 	}
-	jobs := make(chan job)
+	return syncers, nil
+}
+
+// inParallel calls do for 0 to n-1 on scaleWorkers goroutines, and stops
+// at the first error, which it returns.
+func inParallel(ctx context.Context, n int, do func(int) error) error {
+	jobs := make(chan int)
 	errs := make(chan error, scaleWorkers)
 	var wg sync.WaitGroup
 	for range scaleWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range jobs {
-				if err := f.injectedReadyPod(ctx, j.s, j.i); err != nil {
+			for i := range jobs {
+				if err := do(i); err != nil {
 					errs <- err
 					return
 				}
@@ -526,9 +532,9 @@ func (f *fixtures) create(ctx context.Context, sc Scenario) ([]*v1alpha1.EurekaS
 	}
 	var sendErr error
 send:
-	for i := range sc.pods() {
+	for i := range n {
 		select {
-		case jobs <- job{s: syncers[i/sc.PodsPerSyncer], i: i}:
+		case jobs <- i:
 		case sendErr = <-errs:
 			break send
 		case <-ctx.Done():
@@ -540,12 +546,9 @@ send:
 	wg.Wait()
 	close(errs)
 	if sendErr != nil {
-		return nil, sendErr
+		return sendErr
 	}
-	for err := range errs {
-		return nil, err
-	}
-	return syncers, nil
+	return <-errs // nil when none failed
 }
 
 // fixtures is what every pod of a scenario is made with.
