@@ -22,8 +22,8 @@ import (
 // the claim goes with it and the app is free again.
 func TestOwnership_TheFirstSyncerClaimsTheAppAndReleasesItWhenDeleted(t *testing.T) {
 	ctx := context.Background()
+	first, second := newNamespace(t), newNamespace(t) // skips without the servers
 	harness.SuspendSharedApps(ctx, t, k8s)
-	first, second := newNamespace(t), newNamespace(t)
 	app := "QUOTES-" + strings.ToUpper(first[len(first)-5:])
 	owner := builders.Syncer(first, "quotes", builders.AppName(app))
 	if err := k8s.Create(ctx, owner); err != nil {
