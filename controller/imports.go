@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -44,6 +45,9 @@ const (
 	reasonServiceOwned     = "ServiceOwned"
 	reasonLeasesExpired    = v1alpha1.ReasonLeasesExpired
 	reasonImportNotAllowed = "NotPermitted"
+	// reasonImportWriteFailed: the API server refused a write of the
+	// Service or a slice (a full Service IP range, a policy).
+	reasonImportWriteFailed = "WriteFailed"
 	// reasonEndpointsChanged is the Normal Event of a pass that wrote
 	// slices: at most one per registry read, none while nothing changes.
 	reasonEndpointsChanged = "EndpointsChanged"
@@ -144,6 +148,13 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	plan := planImport(&imp, importedInstances(&imp, all, r.opts.ClusterID))
 	owner, written, err := r.applyImport(ctx, &imp, &plan)
 	if err != nil {
+		// Said on the import, not only in the manager's log; the
+		// controller retries with backoff.
+		set(v1alpha1.ConditionSynced, false, reasonImportWriteFailed, err.Error())
+		r.recorder.Eventf(&imp, nil, corev1.EventTypeWarning, reasonImportWriteFailed, "Import", "%s", truncate(err.Error(), maxEventNote))
+		if _, serr := r.finishImport(ctx, &imp, before); serr != nil {
+			err = errors.Join(err, serr)
+		}
 		return reconcile.Result{}, err
 	}
 	if owner != "" {
