@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/controller"
@@ -143,6 +144,23 @@ func TestImport_AVMOnlyAppBecomesAServiceWithOneEndpointPerInstance(t *testing.T
 		t.Fatal(err)
 	}
 	harness.Eventually(t, patience, "vm-2 ready once UP", wantEndpoints(ns, service, map[string]bool{"10.20.0.1": true, "10.20.0.2": true}))
+	// What an operator sees of it: the gauge, and a Normal Event per write.
+	harness.Eventually(t, patience, "the gauge and an Event say 2 of 2 ready", func() error {
+		if got, err := importGauge(ns, imp.Name); err != nil || fmt.Sprint(got) != "map[ready:2 total:2]" {
+			return fmt.Errorf("eurekube_import_endpoints %v (%v)", got, err)
+		}
+		var events corev1.EventList
+		if err := k8s.List(context.Background(), &events, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Kind == "EurekaImport" && e.InvolvedObject.Name == imp.Name && e.Type == corev1.EventTypeNormal &&
+				e.Reason == "EndpointsChanged" && strings.Contains(e.Message, "Service "+service+": 2 of 2 endpoint(s) ready") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no EndpointsChanged Event saying 2 of 2 ready among %d", len(events.Items))
+	})
 
 	// Deleting the import removes exactly what it made.
 	if err := k8s.Delete(context.Background(), imp); err != nil {
@@ -155,8 +173,35 @@ func TestImport_AVMOnlyAppBecomesAServiceWithOneEndpointPerInstance(t *testing.T
 		if eps, _, err := importedEndpoints(ns, service); err != nil || len(eps) > 0 {
 			return fmt.Errorf("slices left: %v %v", eps, err)
 		}
+		if got, err := importGauge(ns, imp.Name); err != nil || len(got) > 0 {
+			return fmt.Errorf("eurekube_import_endpoints series left: %v (%v)", got, err)
+		}
 		return nil
 	})
+}
+
+// importGauge is eurekube_import_endpoints of one import, by condition.
+func importGauge(ns, name string) (map[string]float64, error) {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "eurekube_import_endpoints" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == ns && labels["import"] == name {
+				out[labels["condition"]] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out, nil
 }
 
 func TestImport_IncludesThisClustersInstancesWhenAsked(t *testing.T) {
