@@ -26,7 +26,9 @@ import (
 // register its app. A live syncer only: a deleted one registers nothing
 // more.
 func (r *Reconciler) checkOwnership(ctx context.Context, s *v1alpha1.EurekaSyncer, obs *observed) error {
-	if !s.DeletionTimestamp.IsZero() {
+	if !s.DeletionTimestamp.IsZero() || obs.notAllowed != nil {
+		// A syncer the allowlists refuse registers nothing, so it claims
+		// nothing either.
 		return nil
 	}
 	var nsObj corev1.Namespace
