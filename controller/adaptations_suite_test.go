@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/tests/harness"
@@ -138,26 +137,9 @@ func TestAdaptations_OneEventPerReasonStatusEntriesAndAGauge(t *testing.T) {
 	}
 
 	gauge := func() (map[string]float64, error) {
-		families, err := metrics.Registry.Gather()
-		if err != nil {
-			return nil, err
-		}
-		out := map[string]float64{}
-		for _, f := range families {
-			if f.GetName() != "eurekube_syncer_pod_adaptations" {
-				continue
-			}
-			for _, m := range f.GetMetric() {
-				labels := map[string]string{}
-				for _, l := range m.GetLabel() {
-					labels[l.GetName()] = l.GetValue()
-				}
-				if labels["namespace"] == ns && labels["syncer"] == s.Name {
-					out[labels["reason"]] = m.GetGauge().GetValue()
-				}
-			}
-		}
-		return out, nil
+		return gaugeSeries("eurekube_syncer_pod_adaptations", func(l map[string]string) (string, bool) {
+			return l["reason"], l["namespace"] == ns && l["syncer"] == s.Name
+		})
 	}
 	if got, err := gauge(); err != nil || fmt.Sprint(got) != "map[AdaptationsUnreadable:1 DrainDisabled:1 PodMeantToFinish:1 PreStopComposed:3]" {
 		t.Fatalf("eurekube_syncer_pod_adaptations = %v, %v", got, err)

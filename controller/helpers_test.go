@@ -449,13 +449,21 @@ func podTraffic(ns string, pods ...*corev1.Pod) (map[string]string, error) {
 // instanceGauge reads eurekube_syncer_instances of one syncer, by
 // "app location status".
 func instanceGauge(ns, syncer string) (map[string]float64, error) {
+	return gaugeSeries("eurekube_syncer_instances", func(l map[string]string) (string, bool) {
+		return l["app"] + " " + l["location"] + " " + l["status"], l["namespace"] == ns && l["syncer"] == syncer
+	})
+}
+
+// gaugeSeries reads the manager's gauge name: the value of each series
+// that series keeps, by the key it gives.
+func gaugeSeries(name string, series func(labels map[string]string) (key string, keep bool)) (map[string]float64, error) {
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]float64{}
 	for _, f := range families {
-		if f.GetName() != "eurekube_syncer_instances" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -463,8 +471,8 @@ func instanceGauge(ns, syncer string) (map[string]float64, error) {
 			for _, p := range m.GetLabel() {
 				l[p.GetName()] = p.GetValue()
 			}
-			if l["namespace"] == ns && l["syncer"] == syncer {
-				out[l["app"]+" "+l["location"]+" "+l["status"]] = m.GetGauge().GetValue()
+			if key, keep := series(l); keep {
+				out[key] = m.GetGauge().GetValue()
 			}
 		}
 	}

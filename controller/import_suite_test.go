@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/controller"
@@ -182,26 +181,9 @@ func TestImport_AVMOnlyAppBecomesAServiceWithOneEndpointPerInstance(t *testing.T
 
 // importGauge is eurekube_import_endpoints of one import, by condition.
 func importGauge(ns, name string) (map[string]float64, error) {
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != "eurekube_import_endpoints" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["namespace"] == ns && labels["import"] == name {
-				out[labels["condition"]] = m.GetGauge().GetValue()
-			}
-		}
-	}
-	return out, nil
+	return gaugeSeries("eurekube_import_endpoints", func(l map[string]string) (string, bool) {
+		return l["condition"], l["namespace"] == ns && l["import"] == name
+	})
 }
 
 func TestImport_IncludesThisClustersInstancesWhenAsked(t *testing.T) {
