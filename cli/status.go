@@ -114,15 +114,8 @@ func printStatus(w io.Writer, syncers []v1alpha1.EurekaSyncer, imports []v1alpha
 	}
 	wide := output == "wide"
 	if len(syncers) > 0 {
-		columns := statusColumns
-		if wide {
-			columns = append(columns[:len(columns):len(columns)], wideColumns...)
-		}
-		rows := make([][]string, len(syncers))
-		for i := range syncers {
-			rows[i] = statusRow(&syncers[i], wide, now)
-		}
-		if err := printTable(w, columns, rows); err != nil {
+		err := printTable(w, statusColumns, wideColumns, wide, len(syncers), func(i int) []string { return statusRow(&syncers[i], wide, now) })
+		if err != nil {
 			return err
 		}
 	}
@@ -130,25 +123,21 @@ func printStatus(w io.Writer, syncers []v1alpha1.EurekaSyncer, imports []v1alpha
 		if len(syncers) > 0 {
 			fmt.Fprintln(w)
 		}
-		columns := importColumns
-		if wide {
-			columns = append(columns[:len(columns):len(columns)], importWide...)
-		}
-		rows := make([][]string, len(imports))
-		for i := range imports {
-			rows[i] = importRow(&imports[i], wide, now)
-		}
-		return printTable(w, columns, rows)
+		return printTable(w, importColumns, importWide, wide, len(imports), func(i int) []string { return importRow(&imports[i], wide, now) })
 	}
 	return nil
 }
 
-// printTable writes the columns and rows aligned, as kubectl does.
-func printTable(w io.Writer, columns []string, rows [][]string) error {
+// printTable writes n rows under the columns (and with wide the wide
+// ones) aligned, as kubectl does.
+func printTable(w io.Writer, columns, wideColumns []string, wide bool, n int, row func(i int) []string) error {
+	if wide {
+		columns = append(columns[:len(columns):len(columns)], wideColumns...)
+	}
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(columns, "\t"))
-	for _, row := range rows {
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	for i := range n {
+		fmt.Fprintln(tw, strings.Join(row(i), "\t"))
 	}
 	return tw.Flush()
 }
