@@ -112,8 +112,11 @@ func (n *Node) kubeletConfig() ([]byte, error) {
 		"tlsPrivateKeyFile":  n.path("pki", "kubelet-serving.key"),
 		"rotateCertificates": false,
 		"serverTLSBootstrap": false,
-		"clusterDomain":      "cluster.local",
 		"failSwapOn":         false,
+		// Pods resolve Services through CoreDNS on the node's address
+		// (dns.go).
+		"clusterDomain": ClusterDomain,
+		"clusterDNS":    []string{NodeIP},
 		// The disk is shared with builds: evict only when it is really full,
 		// and never collect the imported images (they cannot be pulled).
 		"evictionHard":                map[string]string{"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},

@@ -2,9 +2,10 @@
 // for the end-to-end suites: containerd, runc and the CNI plugins from
 // Debian packages (tests/tools/deps.sh), etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler, the kubelet and kube-proxy built
-// from Go modules (tests/tools/envtest/build.sh), a PKI generated at every
-// start, and the project's images (tests/images) imported into containerd,
-// so pods run exactly what users deploy and nothing is pulled.
+// from Go modules (tests/tools/envtest/build.sh), CoreDNS from its own
+// (tests/tools/coredns/build.sh), a PKI generated at every start, and the
+// project's images (tests/images) imported into containerd, so pods run
+// exactly what users deploy and nothing is pulled.
 //
 // Network — nothing is routed off the machine:
 //
@@ -19,6 +20,10 @@
 //	Services       10.96.0.0/16 (the API server is 10.96.0.1), kube-proxy in
 //	               iptables mode; the range is routed to eknode0, which drops
 //	               what kube-proxy does not rewrite; NodePorts on 198.51.100.2 only
+//	DNS            CoreDNS (tests/tools/coredns/build.sh) on 198.51.100.2:53,
+//	               serving cluster.local from the API server; the kubelet's
+//	               clusterDNS, so pods resolve <service>.<namespace>.svc.
+//	               Nothing is forwarded: other names are refused
 //
 // On these machines two settings are required (see reference/realnode.md):
 // containerd's restrict_oom_score_adj (no CAP_SYS_RESOURCE) and the

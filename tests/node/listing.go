@@ -21,7 +21,7 @@ type Listing map[string][]string
 // containers are found by their cgroup).
 var nodeCommands = map[string]bool{
 	"containerd": true, "containerd-shim": true, "containerd-shim-runc-v2": true, "runc": true,
-	"kubelet": true, "kube-proxy": true, "kube-scheduler": true,
+	"kubelet": true, "kube-proxy": true, "kube-scheduler": true, "coredns": true,
 }
 
 // Sections are the parts of a Listing.

@@ -77,6 +77,9 @@ type Options struct {
 	// *.tar, such as the bin/images of `make images`, whose tag must be
 	// ImageTag).
 	ImageDir string
+	// CoreDNS is the coredns binary (dns.go). Default: $EUREKUBE_COREDNS,
+	// else what tests/tools/coredns/build.sh builds (cached).
+	CoreDNS string
 	// Containerd, Runc and Ctr are the Debian packages' binaries (looked up
 	// on PATH); CNIBinDir their CNI plugins (/usr/lib/cni).
 	Containerd, Runc, Ctr, CNIBinDir string
@@ -144,6 +147,7 @@ type Node struct {
 type ports struct {
 	etcd, etcdPeer, apiServer, controllerManager, scheduler int
 	kubelet, kubeletHealthz, proxyMetrics, proxyHealthz     int
+	dnsHealth, dnsReady                                     int
 }
 
 // StartT starts a node for a test, skipping the test when the machine
@@ -206,8 +210,8 @@ func Unavailable(opts Options) string {
 // (LockPath) until ctx ends, restores what a crashed node left, records
 // the host's settings, then starts containerd (with the project's images
 // imported), etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-// the kubelet and kube-proxy, and waits until the node is Ready and the
-// default ServiceAccount exists. On failure it tears down what it started.
+// the kubelet, kube-proxy and CoreDNS, and waits until the node is Ready
+// and the default ServiceAccount exists. On failure it tears down what it started.
 // An interrupt (SIGINT, SIGTERM) tears the node down before the process
 // exits, unless opts.CallerHandlesInterrupts.
 func Start(ctx context.Context, opts Options) (*Node, error) {
@@ -352,6 +356,7 @@ func (n *Node) start(ctx context.Context) error {
 		n.startScheduler,
 		n.startKubelet,
 		n.startKubeProxy,
+		n.startCoreDNS,
 		n.waitReady,
 	}
 	for _, step := range steps {
@@ -366,6 +371,7 @@ func (n *Node) allocatePorts() error {
 	for _, p := range []*int{
 		&n.ports.etcd, &n.ports.etcdPeer, &n.ports.apiServer, &n.ports.controllerManager, &n.ports.scheduler,
 		&n.ports.kubelet, &n.ports.kubeletHealthz, &n.ports.proxyMetrics, &n.ports.proxyHealthz,
+		&n.ports.dnsHealth, &n.ports.dnsReady,
 	} {
 		port, err := harness.FreePort()
 		if err != nil {
@@ -487,7 +493,7 @@ func (n *Node) writePKI() error {
 		dns      []string
 		ips      []net.IP
 	}{
-		{"apiserver", "kube-apiserver", []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}, []net.IP{nodeIP, loopback, serviceIP}},
+		{"apiserver", "kube-apiserver", []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc." + ClusterDomain}, []net.IP{nodeIP, loopback, serviceIP}},
 		{"kubelet-serving", NodeName, []string{NodeName, "localhost"}, []net.IP{nodeIP, loopback}},
 	}
 	for _, s := range servers {
@@ -510,6 +516,7 @@ func (n *Node) writePKI() error {
 		{"kube-proxy", "system:kube-proxy", nil},
 		{"kube-controller-manager", "system:kube-controller-manager", nil},
 		{"kube-scheduler", "system:kube-scheduler", nil},
+		{"coredns", coreDNSUser, nil},
 	}
 	for _, c := range clients {
 		kp, err := ca.client(c.user, c.groups...)
@@ -537,6 +544,7 @@ func (n *Node) writeConfigs() error {
 		n.path("cni", "net.d", "10-eurekube.conflist"): n.cniConfig,
 		n.path("kubelet.yaml"):                         n.kubeletConfig,
 		n.path("kube-proxy.yaml"):                      n.kubeProxyConfig,
+		n.path("Corefile"):                             n.corefile,
 	}
 	for path, gen := range files {
 		data, err := gen()
@@ -613,7 +621,7 @@ func (n *Node) startAPIServer(ctx context.Context) error {
 		"--secure-port="+strconv.Itoa(n.ports.apiServer),
 		"--tls-cert-file="+pki("apiserver.crt"), "--tls-private-key-file="+pki("apiserver.key"),
 		"--client-ca-file="+pki("ca.crt"),
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-issuer=https://kubernetes.default.svc."+ClusterDomain,
 		"--service-account-key-file="+pki("sa.pub"), "--service-account-signing-key-file="+pki("sa.key"),
 		"--service-cluster-ip-range="+ServiceCIDR,
 		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
