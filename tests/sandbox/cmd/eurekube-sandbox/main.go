@@ -372,7 +372,9 @@ Eurekube sandbox is up (%s).
 	}
 	fmt.Printf(`  Pod caller         curl -s %s   (a pod calling %s every 100 ms,
                      %s; kubectl -n %s logs caller lists failed calls)
-`, callerStats, to.url, how, imp.Namespace)
+                     kubectl -n %[4]s run call --rm -i --restart=Never --image=%[5]s --image-pull-policy=Never -- hook %[2]s
+                       one call from a new pod: it exits 0 once answered (2xx), else says why
+`, callerStats, to.url, how, imp.Namespace, c.Node.Image("testapp"))
 	fmt.Printf(`
   Try                kubectl -n shop rollout restart deploy/orders   (the client's "failed" stays 0)
                      kubectl -n shop scale deploy/orders --replicas 5
@@ -391,7 +393,9 @@ Eurekube sandbox is up (%s).
                      kubectl -n %[4]s get eimp,endpointslices   (ENDPOINTS: ready/total)
                      The pod caller's byInstance counts vm-1 and the pods; in Standby, vm-1 only
                      once the manager's next registry read, behind Eureka's 30 s response
-                     cache, makes the pods not ready (within about a minute).
+                     cache, makes the pods not ready (within about a minute). Handing the
+                     Service to Kubernetes, then retiring Eureka: docs/operations.md, "From VMs
+                     to the day Eureka retires".
   Logs               %[1]s   (pods: kubectl -n shop logs)
 
 The Eureka servers run with production timings: their responses are cached
