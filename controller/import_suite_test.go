@@ -290,3 +290,34 @@ func TestImport_AnAppNotYetInEurekaWaitsAndEurekaDownKeepsTheEndpoints(t *testin
 		return nil
 	})
 }
+
+func TestImport_PutsBackItsServiceChangedByHand(t *testing.T) {
+	ns := newNamespace(t)
+	c := directClient(t, server.URL())
+	app := "LEDGER-" + strings.ToUpper(ns[len(ns)-5:])
+	vm(t, c, app, "vm-1:ledger:8080", "10.20.1.1", eureka.StatusUp, "")
+	newImport(t, ns, app, nil)
+	service := strings.ToLower(app)
+	harness.Eventually(t, patience, "the VM as endpoint", wantEndpoints(ns, service, map[string]bool{"10.20.1.1": true}))
+
+	// A selector and another port, by hand: the selector would make
+	// Kubernetes' endpoint slice controller add slices of its own.
+	var svc corev1.Service
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: service}, &svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Spec.Selector = map[string]string{"app": "ledger"}
+	svc.Spec.Ports[0].Port = 81
+	if err := k8s.Update(context.Background(), &svc); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the Service put back: no selector, port 80", func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: service}, &svc); err != nil {
+			return err
+		}
+		if len(svc.Spec.Selector) != 0 || svc.Spec.Ports[0].Port != 80 {
+			return fmt.Errorf("selector %v, port %d", svc.Spec.Selector, svc.Spec.Ports[0].Port)
+		}
+		return nil
+	})
+}

@@ -288,7 +288,9 @@ func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.Eureka
 			}
 			return "", written, fmt.Errorf("made Service %s anew for its new type: retry", svc.Name)
 		}
-		svc.Spec.Ports = plan.service.Spec.Ports
+		// A selector added by hand would have Kubernetes' endpoint slice
+		// controller add slices of its own: it goes too.
+		svc.Spec.Ports, svc.Spec.Selector = plan.service.Spec.Ports, nil
 		if err := r.client.Update(ctx, &svc); err != nil {
 			return "", written, fmt.Errorf("update Service %s: %w", svc.Name, err)
 		}
