@@ -288,9 +288,15 @@ func startClient(t *testing.T, service string) *harness.SpringClient {
 	return sc
 }
 
+// statsReader is a caller counting its calls: the Spring client on the
+// host, or a pod's caller (import_test.go).
+type statsReader interface {
+	Stats(context.Context) (harness.SpringStats, error)
+}
+
 // waitAnswered waits until every one of pods has answered the client since
 // the reading since.
-func waitAnswered(t *testing.T, sc *harness.SpringClient, since harness.SpringStats, pods []string) {
+func waitAnswered(t *testing.T, sc statsReader, since harness.SpringStats, pods []string) {
 	t.Helper()
 	harness.Eventually(t, time.Minute, fmt.Sprintf("the Spring client called each of %v by name", pods), func() error {
 		s, err := sc.Stats(context.Background())
