@@ -251,7 +251,8 @@ func (c *Cluster) WaitInstalled(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w (logs in %s)", err, c.Node.LogDir())
 	}
-	return nil
+	// The stories run the same apps in many namespaces at once.
+	return harness.ShareEveryApp(ctx, c.Node.Client)
 }
 
 func (c *Cluster) installed(ctx context.Context) error {
