@@ -31,6 +31,9 @@ const (
 	// Eureka once no pod runs its registrar (the default's two minutes
 	// would make its test wait that long).
 	detachTimeout = 10 * time.Second
+	// claimGrace: an app's claim is kept this long whatever uses it (the
+	// default's two minutes would make the sweeper's test wait that long).
+	claimGrace = 5 * time.Second
 )
 
 var (
@@ -88,7 +91,7 @@ func TestMain(m *testing.M) {
 		log := logrus.New()
 		log.SetOutput(io.Discard)
 		if err := controller.Setup(mgr, controller.Options{
-			ClusterID: clusterID, ResyncPeriod: resync, EurekaTimeout: time.Second, DetachTimeout: detachTimeout,
+			ClusterID: clusterID, ResyncPeriod: resync, EurekaTimeout: time.Second, DetachTimeout: detachTimeout, ClaimGrace: claimGrace,
 			Defaults: webhook.Defaults{EurekaURLs: []string{"http://" + proxy.Addr() + "/eureka"}, ClusterID: clusterID, Allowed: localEureka()}, Logger: log,
 		}); err != nil {
 			fmt.Fprintln(os.Stderr, err)

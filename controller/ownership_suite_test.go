@@ -79,3 +79,33 @@ func TestOwnership_TheFirstSyncerClaimsTheAppAndReleasesItWhenDeleted(t *testing
 		return nil
 	})
 }
+
+// A claim whose namespace registers its app by no path any more (the
+// pods that asked for it by annotation are gone, or the namespace is) is
+// released, after its grace; one still used is kept.
+func TestOwnership_AClaimNothingUsesIsReleased(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	harness.SuspendSharedApps(ctx, t, k8s)
+	unused := ownership.NewClaim("LEFT-"+strings.ToUpper(ns[len(ns)-5:]), ns)
+	used := ownership.NewClaim("KEPT-"+strings.ToUpper(ns[len(ns)-5:]), ns)
+	for _, c := range []*v1alpha1.EurekaAppClaim{unused, used} {
+		if err := k8s.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k8s.Create(ctx, builders.Syncer(ns, "kept", builders.AppName(used.Spec.App))); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the unused claim released", func() error {
+		var got v1alpha1.EurekaAppClaim
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(unused), &got); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("claim of %s still there (%v)", unused.Spec.App, err)
+		}
+		return nil
+	})
+	var got v1alpha1.EurekaAppClaim
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(used), &got); err != nil {
+		t.Errorf("the claim of an app a syncer of the namespace registers: %v", err)
+	}
+}

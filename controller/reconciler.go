@@ -46,6 +46,10 @@ type Options struct {
 	// Eureka once no pod runs the syncer's registrar (detach.go); default
 	// DefaultDetachTimeout.
 	DetachTimeout time.Duration
+	// ClaimGrace: how long an EurekaAppClaim is kept whatever uses it
+	// (the webhook claims before the pod it admits exists); zero is
+	// DefaultClaimGrace.
+	ClaimGrace time.Duration
 	// EurekaTimeout bounds one Eureka request (default: the eureka
 	// package's).
 	EurekaTimeout time.Duration
@@ -111,6 +115,9 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 	if o.DetachTimeout <= 0 {
 		o.DetachTimeout = DefaultDetachTimeout
 	}
+	if o.ClaimGrace <= 0 {
+		o.ClaimGrace = DefaultClaimGrace
+	}
 	return &Reconciler{
 		client:    mgr.GetClient(),
 		apiReader: mgr.GetAPIReader(),
@@ -155,6 +162,9 @@ func Setup(mgr manager.Manager, o Options) error {
 		return err
 	}
 	if err := b.Complete(r); err != nil {
+		return err
+	}
+	if err := setupClaimSweeper(mgr, r); err != nil {
 		return err
 	}
 	return setupImports(mgr, r)
