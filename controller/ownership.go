@@ -40,20 +40,10 @@ func (r *Reconciler) checkOwnership(ctx context.Context, s *v1alpha1.EurekaSynce
 		return fmt.Errorf("read namespace %s: %w", s.Namespace, err)
 	}
 	ns := ownership.Namespace{Name: s.Namespace, Labels: nsObj.Labels}
-	app := s.EffectiveAppName()
 	checker := ownership.Checker{Reader: r.client, Live: r.apiReader, Writer: r.client}
-	v, err := checker.Check(ctx, app, ns, "", true)
+	v, err := checker.Check(ctx, s.EffectiveAppName(), ns, true)
 	if err != nil {
 		return err
-	}
-	if v.NeedsClaim {
-		owner, err := r.firstRegistrant(ctx, app, s.Namespace)
-		if err != nil {
-			return err
-		}
-		if v, err = checker.Check(ctx, app, ns, owner, false); err != nil {
-			return err
-		}
 	}
 	// Joining is what a policy may refuse: a syncer already registered
 	// beside the app's VMs stays permitted (its rollouts go on).
@@ -62,16 +52,6 @@ func (r *Reconciler) checkOwnership(ctx context.Context, s *v1alpha1.EurekaSynce
 	}
 	obs.ownership = &v
 	return nil
-}
-
-// firstRegistrant is ownership.FirstRegistrant among the cluster's
-// syncers.
-func (r *Reconciler) firstRegistrant(ctx context.Context, app, fallback string) (string, error) {
-	var all v1alpha1.EurekaSyncerList
-	if err := r.client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
-		return "", fmt.Errorf("list EurekaSyncers: %w", err)
-	}
-	return ownership.FirstRegistrant(all.Items, app, fallback), nil
 }
 
 // ownershipCondition is the Permitted condition as far as app ownership

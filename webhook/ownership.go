@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -21,8 +20,8 @@ import (
 // with the registrar (Eurekube's own output sent back) pass the same gate.
 
 // checkOwnership denies r when its pod would register an app that its
-// namespace may not. An unclaimed app is claimed for the namespace unless
-// the request is a dry run.
+// namespace may not. An unclaimed app is claimed for its first registrant
+// (ownership.Checker.Check) unless the request is a dry run.
 func (h *Handler) checkOwnership(ctx context.Context, req admission.Request, namespace string, ns Namespace, r *Result) error {
 	if h.ownership == nil || r.Denied != "" || r.Pod == nil || !v1alpha1.RunsRegistrar(r.Pod) {
 		return nil
@@ -31,23 +30,10 @@ func (h *Handler) checkOwnership(ctx context.Context, req admission.Request, nam
 	if !ok || settings.AppName == "" {
 		return nil // a registrar whose settings cannot be read would not start
 	}
-	nsInfo := ownership.Namespace{Name: namespace, Labels: ns.Labels}
-	v, err := h.ownership.Check(ctx, settings.AppName, nsInfo, namespace, true)
+	dryRun := req.DryRun != nil && *req.DryRun
+	v, err := h.ownership.Check(ctx, settings.AppName, ownership.Namespace{Name: namespace, Labels: ns.Labels}, !dryRun)
 	if err != nil {
 		return fmt.Errorf("check who may register Eureka app %s: %w", settings.AppName, err)
-	}
-	if v.NeedsClaim && (req.DryRun == nil || !*req.DryRun) {
-		// Claimed for the first namespace to register it, which on an
-		// upgrade may be that of an older syncer the reconciler has not
-		// claimed for yet.
-		var all v1alpha1.EurekaSyncerList
-		if err := h.ownership.Reader.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
-			return fmt.Errorf("list EurekaSyncers: %w", err)
-		}
-		owner := ownership.FirstRegistrant(all.Items, settings.AppName, namespace)
-		if v, err = h.ownership.Check(ctx, settings.AppName, nsInfo, owner, false); err != nil {
-			return fmt.Errorf("claim Eureka app %s: %w", settings.AppName, err)
-		}
 	}
 	if !v.Allowed {
 		refuse(r, ReasonAppNotPermitted, v.Message)

@@ -27,36 +27,47 @@ type Checker struct {
 	// Live reads a claim from the API server itself when creating it found
 	// one that the cache does not show yet. Nil: Reader.
 	Live client.Reader
-	// Writer creates claims. Nil: Check never claims, and an unclaimed app
-	// is allowed (a read-only caller, such as `eurekube check`).
+	// Writer creates claims. Nil: Check never claims (a read-only caller,
+	// such as `eurekube check`).
 	Writer client.Writer
 }
 
-// Check says whether namespace ns may register app. An unclaimed app
-// that no policy names is claimed for owner (normally ns itself) unless
-// dryRun, and the verdict is that of the claim that stands afterwards:
-// of two namespaces that ask at once, only one wins.
-func (c Checker) Check(ctx context.Context, app string, ns Namespace, owner string, dryRun bool) (Verdict, error) {
+// Check says whether namespace ns may register app. An app no policy
+// names and no namespace has claimed belongs to its first registrant: the
+// namespace of the oldest live syncer that registers it, else ns. With
+// claim (and a Writer), Check claims it for that namespace, and the
+// verdict is that of the claim that stands afterwards: of two namespaces
+// that ask at once, only one wins. Without, nothing is written (a dry
+// run).
+func (c Checker) Check(ctx context.Context, app string, ns Namespace, claim bool) (Verdict, error) {
 	var policies v1alpha1.EurekaAppPolicyList
 	if err := c.Reader.List(ctx, &policies); err != nil {
 		return Verdict{}, fmt.Errorf("list EurekaAppPolicies: %w", err)
 	}
-	claim, err := c.claim(ctx, c.Reader, app)
+	existing, err := c.claim(ctx, c.Reader, app)
 	if err != nil {
 		return Verdict{}, err
 	}
-	v := Decide(app, ns, policies.Items, claim)
+	v := Decide(app, ns, policies.Items, existing)
 	if !v.NeedsClaim {
 		return v, nil
 	}
-	if dryRun || c.Writer == nil {
-		v.Allowed = owner == ns.Name
+	var syncers v1alpha1.EurekaSyncerList
+	if err := c.Reader.List(ctx, &syncers, client.UnsafeDisableDeepCopy); err != nil {
+		return Verdict{}, fmt.Errorf("list EurekaSyncers: %w", err)
+	}
+	owner := FirstRegistrant(syncers.Items, app, ns.Name)
+	if !claim || c.Writer == nil {
+		if v.Allowed = owner == ns.Name; !v.Allowed {
+			v.Reason, v.Owner = ReasonOwnedElsewhere, owner
+			v.Message = fmt.Sprintf("Eureka app %s is registered first by namespace %s (its oldest EurekaSyncer), which it will belong to", v.App, owner)
+		}
 		return v, nil
 	}
-	if claim, err = c.create(ctx, app, owner); err != nil {
+	if existing, err = c.create(ctx, app, owner); err != nil {
 		return Verdict{}, err
 	}
-	return Decide(app, ns, policies.Items, claim), nil
+	return Decide(app, ns, policies.Items, existing), nil
 }
 
 // claim reads app's claim; nil when there is none.
