@@ -71,7 +71,7 @@ func TestInject_FromTheClusterEqualsOfflineWithTheSameSettings(t *testing.T) {
 		t.Errorf("status -n shop: exit %d\n%s%s", code, out, stderr)
 	}
 	code, out, stderr = runOn(t, cp, "status", "-n", "nowhere")
-	if code != ExitOK || out != "" || !strings.Contains(stderr, "No EurekaSyncer found in namespace nowhere") {
+	if code != ExitOK || out != "" || !strings.Contains(stderr, "No EurekaSyncer or EurekaImport found in namespace nowhere") {
 		t.Errorf("status -n nowhere: exit %d\n%s%s", code, out, stderr)
 	}
 }
