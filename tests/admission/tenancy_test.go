@@ -86,29 +86,12 @@ func TestTenancy_AnAppBelongsToTheFirstNamespaceThatRegistersIt(t *testing.T) {
 		t.Errorf("annotation eurekube.io/app-name %s in %s: %v, want refused naming %s", app, intruder, err, owner)
 	}
 
-	// The intruder's syncer says why it registers nothing.
-	harness.Eventually(t, 2*time.Minute, "the intruder's syncer Permitted False naming the owner", func() error {
-		var s eurekubev1alpha1.EurekaSyncer
-		if err := suite.c.Get(ctx, client.ObjectKey{Namespace: intruder, Name: "svc"}, &s); err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(s.Status.Conditions, eurekubev1alpha1.ConditionPermitted)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != ownership.ReasonOwnedElsewhere || !strings.Contains(c.Message, owner) {
-			return fmt.Errorf("Permitted %+v", c)
-		}
-		return nil
-	})
-	// And the owner's that it may.
-	harness.Eventually(t, 2*time.Minute, "the owner's syncer Permitted True", func() error {
-		var s eurekubev1alpha1.EurekaSyncer
-		if err := suite.c.Get(ctx, client.ObjectKey{Namespace: owner, Name: "svc"}, &s); err != nil {
-			return err
-		}
-		if c := meta.FindStatusCondition(s.Status.Conditions, eurekubev1alpha1.ConditionPermitted); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("Permitted %+v", c)
-		}
-		return nil
-	})
+	// The intruder's syncer says why it registers nothing, and the
+	// owner's that it may.
+	harness.Eventually(t, 2*time.Minute, "the intruder's syncer Permitted False naming the owner",
+		permitted(ctx, intruder, "svc", metav1.ConditionFalse, ownership.ReasonOwnedElsewhere, owner))
+	harness.Eventually(t, 2*time.Minute, "the owner's syncer Permitted True",
+		permitted(ctx, owner, "svc", metav1.ConditionTrue, ownership.ReasonClaimed, owner))
 
 	// A syncer without pods claims its app too: it is the namespace's
 	// declaration that it registers the app.
@@ -164,5 +147,21 @@ func TestTenancy_APolicyGrantsAnAppOnlyToTheNamespacesItNames(t *testing.T) {
 	var claim eurekubev1alpha1.EurekaAppClaim
 	if err := suite.c.Get(ctx, client.ObjectKey{Name: ownership.ClaimName(app)}, &claim); err == nil {
 		t.Errorf("an app a policy names was claimed: %+v", claim.Spec)
+	}
+}
+
+// permitted waits for a syncer's Permitted condition: its status and
+// reason, and a mention in its message.
+func permitted(ctx context.Context, namespace, name string, status metav1.ConditionStatus, reason, mention string) func() error {
+	return func() error {
+		var s eurekubev1alpha1.EurekaSyncer
+		if err := suite.c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, eurekubev1alpha1.ConditionPermitted)
+		if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, mention) {
+			return fmt.Errorf("Permitted %+v, want %s %s mentioning %s", c, status, reason, mention)
+		}
+		return nil
 	}
 }
