@@ -91,7 +91,7 @@ func main() {
 		err = fuzz(ctx, *fuzzTime)
 	} else {
 		err = run(ctx, runOptions{background: splitList(*background), race: splitList(*race), raceShort: *raceShort,
-			beside: *beside, goTestFlags: goTestFlags, fuzzTime: *fuzzTime})
+			beside: *beside, goTestFlags: goTestFlags, fuzzTime: *fuzzTime, start: start})
 	}
 	signal.Stop(signals)
 	if ctx.Err() != nil {
@@ -116,6 +116,8 @@ type runOptions struct {
 	beside           string
 	goTestFlags      []string
 	fuzzTime         string
+	// start is when the run began: the tests' timings count from it.
+	start time.Time
 }
 
 // run runs the tests, then the fuzz targets when they passed.
@@ -134,6 +136,8 @@ func run(ctx context.Context, o runOptions) error {
 	type job struct {
 		name string
 		out  bytes.Buffer
+		// log is the go test -json stream of a suite, nil for -beside.
+		log  *jsonLog
 		done chan error
 		// stopped: still running when the run had already failed, and
 		// stopped for that, not failed on its own.
@@ -150,6 +154,27 @@ func run(ctx context.Context, o runOptions) error {
 		jobs = append(jobs, j)
 		return nil
 	}
+	// suite starts a go test -json: what it prints is kept as go test
+	// prints it without -v, with each test's timing beside.
+	startSuite := func(name string, cmd *exec.Cmd) error {
+		j := &job{name: name, log: newJSONLog(o.start), done: make(chan error, 1)}
+		cmd.Stderr = &j.out
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		go func() {
+			j.log.read(stdout)
+			err := cmd.Wait()
+			j.log.finish()
+			j.done <- err
+		}()
+		jobs = append(jobs, j)
+		return nil
+	}
 	var raced []string
 	for _, b := range append(suites(o.background, false), suites(o.race, true)...) {
 		pkgs, err := goList(ctx, b.pattern)
@@ -157,7 +182,7 @@ func run(ctx context.Context, o runOptions) error {
 			return err
 		}
 		all = slices.DeleteFunc(all, func(p string) bool { return slices.Contains(pkgs, p) })
-		args := []string{"test"}
+		args := []string{"test", "-json"}
 		if b.race {
 			args = append(args, "-race")
 			raced = append(raced, pkgs...)
@@ -166,7 +191,7 @@ func run(ctx context.Context, o runOptions) error {
 		if b.race {
 			cmd.Env = raceEnv()
 		}
-		if err := start("go "+strings.Join(slices.Concat(args, pkgs), " "), cmd); err != nil {
+		if err := startSuite("go "+strings.Join(slices.Concat(args[:1], args[2:], pkgs), " "), cmd); err != nil {
 			return err
 		}
 	}
@@ -221,6 +246,10 @@ func run(ctx context.Context, o runOptions) error {
 			}
 		}
 		err := <-j.done
+		if j.log != nil {
+			os.Stdout.Write(j.log.out.Bytes())
+			fmt.Print(j.log.summary(j.name, 12))
+		}
 		os.Stdout.Write(j.out.Bytes())
 		switch {
 		case j.stopped:
