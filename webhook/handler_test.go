@@ -286,3 +286,15 @@ func benchmarkWebhook(b *testing.B, h admission.Handler) {
 		}
 	}
 }
+
+// BenchmarkInject is BenchmarkHandler's own work without the server and
+// the cache: Decide, Mutate and the patch for the same pod.
+func BenchmarkInject(b *testing.B) {
+	pod, syncers := springPod(), []v1alpha1.EurekaSyncer{syncer("orders", time.Hour)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := Inject(pod, enabledNamespace(), syncers, testDefaults); len(r.Patch) == 0 {
+			b.Fatal(r.Denied)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -158,9 +159,8 @@ func listOps[T any](ops []jsonpatch.Operation, path string, before, after []T) [
 		return append(ops, add(path, after))
 	}
 	for i := range before {
-		if !equality.Semantic.DeepEqual(before[i], after[i]) {
-			ops = fieldOps(ops, path+"/"+strconv.Itoa(i), reflect.ValueOf(before[i]), reflect.ValueOf(after[i]))
-		}
+		// Through pointers, so that no element is copied to be compared.
+		ops = fieldOps(ops, path, i, reflect.ValueOf(&before[i]).Elem(), reflect.ValueOf(&after[i]).Elem())
 	}
 	for _, v := range after[len(before):] {
 		ops = append(ops, add(path+"/-", v))
@@ -168,27 +168,95 @@ func listOps[T any](ops []jsonpatch.Operation, path string, before, after []T) [
 	return ops
 }
 
-// fieldOps patches the struct at path from before to after, one operation
-// per changed top-level field, named by its JSON tag: an emptied omitempty
-// field is removed, any other is set.
-func fieldOps(ops []jsonpatch.Operation, path string, before, after reflect.Value) []jsonpatch.Operation {
-	t := after.Type()
+// fieldOps patches the struct at list[index] from before to after, one
+// operation per changed top-level field, named by its JSON tag: an emptied
+// omitempty field is removed, any other is set. Fields compare as
+// equality.Semantic compares them (nil and empty alike).
+func fieldOps(ops []jsonpatch.Operation, list string, index int, before, after reflect.Value) []jsonpatch.Operation {
+	prefix := ""
+	for _, f := range jsonFieldsOf(after.Type()) {
+		b, a := before.Field(f.index), after.Field(f.index)
+		if semanticEqual(b, a) {
+			continue
+		}
+		if prefix == "" {
+			prefix = list + "/" + strconv.Itoa(index) + "/"
+		}
+		if f.omitEmpty && a.IsZero() {
+			ops = append(ops, jsonpatch.Operation{Operation: "remove", Path: prefix + f.token})
+			continue
+		}
+		ops = append(ops, add(prefix+f.token, a.Interface()))
+	}
+	return ops
+}
+
+// semanticEqual is equality.Semantic.DeepEqual(b.Interface(),
+// a.Interface()) without boxing what needs no deep comparison: basic
+// values compare directly, nil and empty pointers, slices and maps by
+// length. The types with an equality of their own (resource.Quantity,
+// metav1.Time, ...) and non-empty composites go to equality.Semantic.
+func semanticEqual(b, a reflect.Value) bool {
+	if _, own := equality.Semantic.Equalities[b.Type()]; own {
+		return equality.Semantic.DeepEqual(b.Interface(), a.Interface())
+	}
+	switch b.Kind() {
+	case reflect.String:
+		return b.String() == a.String()
+	case reflect.Bool:
+		return b.Bool() == a.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return b.Int() == a.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return b.Uint() == a.Uint()
+	case reflect.Pointer:
+		if b.IsNil() || a.IsNil() {
+			return b.IsNil() == a.IsNil()
+		}
+		// A pointer is boxed without a copy; equality.Semantic compares
+		// what it points to.
+		return equality.Semantic.DeepEqual(b.Interface(), a.Interface())
+	case reflect.Slice, reflect.Map:
+		if b.Len() != a.Len() {
+			return false
+		}
+		if b.Len() == 0 {
+			return true
+		}
+	}
+	if b.CanAddr() && a.CanAddr() {
+		return equality.Semantic.DeepEqual(b.Addr().Interface(), a.Addr().Interface())
+	}
+	return equality.Semantic.DeepEqual(b.Interface(), a.Interface())
+}
+
+// jsonField is a struct field that JSON encodes: its index, its JSON
+// Pointer token and whether it is omitted when empty.
+type jsonField struct {
+	index     int
+	token     string
+	omitEmpty bool
+}
+
+// jsonFields caches jsonFieldsOf: every patched container and volume reads
+// the same few types' tags.
+var jsonFields sync.Map // reflect.Type → []jsonField
+
+// jsonFieldsOf is the JSON-encoded fields of struct type t, in order.
+func jsonFieldsOf(t reflect.Type) []jsonField {
+	if fs, ok := jsonFields.Load(t); ok {
+		return fs.([]jsonField)
+	}
+	var fs []jsonField
 	for i := range t.NumField() {
 		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
 		if name == "" || name == "-" {
 			continue
 		}
-		b, a := before.Field(i), after.Field(i)
-		if equality.Semantic.DeepEqual(b.Interface(), a.Interface()) {
-			continue
-		}
-		if a.IsZero() && strings.Contains(opts, "omitempty") {
-			ops = append(ops, jsonpatch.Operation{Operation: "remove", Path: path + "/" + escapePointer(name)})
-			continue
-		}
-		ops = append(ops, add(path+"/"+escapePointer(name), a.Interface()))
+		fs = append(fs, jsonField{index: i, token: escapePointer(name), omitEmpty: strings.Contains(opts, "omitempty")})
 	}
-	return ops
+	jsonFields.Store(t, fs)
+	return fs
 }
 
 // escapePointer escapes one JSON Pointer token (RFC 6901): annotation keys

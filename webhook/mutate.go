@@ -95,10 +95,11 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, er
 	if addEurekaFiles(out, cfg.Syncer.Spec.Eureka, &settings) {
 		mounts = append(mounts, eurekaFilesMount())
 	}
-	if err := registrarAccepts(settings); err != nil {
+	rendered := settings.Env()
+	if err := registrarAccepts(rendered); err != nil {
 		return nil, nil, err
 	}
-	out.Spec.Containers = append(out.Spec.Containers, registrarContainer(image, listenPort, registrarEnv(settings), mounts, res))
+	out.Spec.Containers = append(out.Spec.Containers, registrarContainer(image, listenPort, registrarEnv(rendered), mounts, res))
 	adaptations = append(adaptations, addDrain(out, drainPlan{
 		seconds: preStopSleep(cfg), execOnly: cfg.Defaults.ExecSleepFallback, image: image, resources: res,
 	})...)
@@ -295,12 +296,12 @@ func registrarSettings(pod *corev1.Pod, app int, port int32, cfg Config) (sideca
 }
 
 // registrarAccepts runs the registrar's own parsing over what the
-// registrar will read, the pod's identity (downward API) standing in as
-// placeholders: one validation, the registrar's, so that a setting it
-// would refuse denies the pod here, with its reason, and never first
-// crash-loops a container.
-func registrarAccepts(s sidecar.Config) error {
-	if _, err := sidecar.ParseInjected(s.Env()); err != nil {
+// registrar will read (rendered, the settings' Env), the pod's identity
+// (downward API) standing in as placeholders: one validation, the
+// registrar's, so that a setting it would refuse denies the pod here,
+// with its reason, and never first crash-loops a container.
+func registrarAccepts(rendered []sidecar.EnvVar) error {
+	if _, err := sidecar.ParseInjected(rendered); err != nil {
 		return fmt.Errorf("the registrar would refuse its settings: %w", err)
 	}
 	return nil
@@ -325,12 +326,11 @@ func InjectedSettings(pod *corev1.Pod) (s sidecar.Config, ok bool) {
 	return s, err == nil
 }
 
-// registrarEnv renders the settings as the container's environment: the
-// pod's identity from the downward API, then the settings (sidecar's
-// rendering). Credentials are files of a volume (eurekafiles.go), never
-// variables.
-func registrarEnv(s sidecar.Config) []corev1.EnvVar {
-	rendered := s.Env()
+// registrarEnv is the container's environment: the pod's identity from
+// the downward API, then the settings as sidecar renders them (rendered,
+// the settings' Env). Credentials are files of a volume (eurekafiles.go),
+// never variables.
+func registrarEnv(rendered []sidecar.EnvVar) []corev1.EnvVar {
 	env := make([]corev1.EnvVar, 0, len(rendered)+5)
 	env = append(env,
 		fieldEnv(sidecar.EnvPodName, "metadata.name"),
