@@ -59,10 +59,14 @@ const conditionServiceOwned = v1alpha1.ConditionServiceOwned
 
 // importReconciler keeps EurekaImports. It shares the syncers' Eureka
 // clients and registry reads.
-type importReconciler struct{ *Reconciler }
+type importReconciler struct {
+	*Reconciler
+	follow *readFollowers
+}
 
 // setupImports registers the import controller beside the syncers'.
 func setupImports(mgr manager.Manager, r *Reconciler) error {
+	follow := newReadFollowers()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("eurekaimport").
 		For(&v1alpha1.EurekaImport{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -70,10 +74,12 @@ func setupImports(mgr manager.Manager, r *Reconciler) error {
 		// put back.
 		Owns(&corev1.Service{}).
 		Owns(&discoveryv1.EndpointSlice{}).
+		// Each read of an import's registry, whoever asked for it.
+		WatchesRawSource(follow.source()).
 		// As the syncers': a reconcile mostly waits for the API server.
 		// One at a time, 1,000 imports took 51 s to their first slices.
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
-		Complete(&importReconciler{r})
+		Complete(&importReconciler{Reconciler: r, follow: follow})
 }
 
 // importFinalizer keeps a deleted import until what it made is gone.
@@ -85,6 +91,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.client.Get(ctx, req.NamespacedName, &imp); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetImportMetrics(req.Namespace, req.Name)
+			r.follow.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
@@ -99,6 +106,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			}
 		}
 		forgetImportMetrics(imp.Namespace, imp.Name)
+		r.follow.forget(req.NamespacedName)
 		log.Info("import deleted: its Service and EndpointSlices removed")
 		return reconcile.Result{}, nil
 	}
@@ -130,6 +138,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	cache, err := r.clients.forSyncer(ctx, importAsSyncer(&imp))
 	var registry *eureka.Registry
 	if err == nil {
+		r.follow.follow(cache, req.NamespacedName)
 		registry, err = cache.Registry(ctx)
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package eureka
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,6 +29,8 @@ type RegistryCache struct {
 	// progress changes them.
 	good              *Registry
 	goodAt, lastWhole time.Time
+	// onRead are called after each read (OnRead).
+	onRead []func()
 }
 
 // Deltas: a read applies the server's recent changes to the last registry
@@ -83,7 +86,11 @@ func (rc *RegistryCache) Registry(ctx context.Context) (*Registry, error) {
 		}
 		rc.mu.Lock()
 		rc.last = read
+		followers := slices.Clone(rc.onRead)
 		rc.mu.Unlock()
+		for _, fn := range followers {
+			fn()
+		}
 		return read, nil
 	})
 	select {
@@ -93,6 +100,17 @@ func (rc *RegistryCache) Registry(ctx context.Context) (*Registry, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// OnRead has fn called after each read of the registry ends, a failed one
+// too, once its outcome is what Registry returns: a reader that keeps its
+// own copy of what the registry says (an import's EndpointSlices) can
+// follow every read, whoever asked for it, instead of waiting for its own
+// next turn. fn must not block; Registry called from it returns that read.
+func (rc *RegistryCache) OnRead(fn func()) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.onRead = append(rc.onRead, fn)
 }
 
 // fresh returns the last read if it is younger than maxAge.

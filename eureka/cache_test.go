@@ -361,3 +361,35 @@ func sortedIDs(insts []eureka.Instance) string {
 	sort.Strings(out)
 	return strings.Join(out, ",")
 }
+
+// TestRegistryCache_OnReadFollowsEachReadOnce: a follower hears of every
+// read once, a failed one too, however many readers shared it, and not of
+// readers served from the last read.
+func TestRegistryCache_OnReadFollowsEachReadOnce(t *testing.T) {
+	f := newFakeRegistry(t, map[string][]string{"ORDERS": {"orders"}})
+	cache := newCache(t, f.url(), time.Hour)
+	var heard atomic.Int64
+	cache.OnRead(func() {
+		// The read it hears of is the one readers get: no new request.
+		before := f.wholeReads.Load() + f.deltaReads.Load()
+		if _, err := cache.Registry(context.Background()); err != nil && !f.failing.Load() {
+			t.Errorf("the read heard of: %v", err)
+		}
+		if after := f.wholeReads.Load() + f.deltaReads.Load(); after != before {
+			t.Errorf("the follower's read made %d request(s)", after-before)
+		}
+		heard.Add(1)
+	})
+	readAll(cache, 100)
+	readAll(cache, 100) // served from the last read
+	if n := heard.Load(); n != 1 {
+		t.Fatalf("heard of %d reads, want 1", n)
+	}
+	f.failing.Store(true)
+	expired := newCache(t, f.url(), 0) // every reader reads
+	expired.OnRead(func() { heard.Add(1) })
+	readAll(expired, 1)
+	if n := heard.Load(); n != 2 {
+		t.Fatalf("a failed read was heard of %d times, want once", n-1)
+	}
+}
