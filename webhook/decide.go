@@ -86,7 +86,7 @@ func Decide(pod *corev1.Pod, ns Namespace, syncers []v1alpha1.EurekaSyncer) Deci
 			// allows none; PodSelector selects nothing for an empty one).
 			continue
 		}
-		selects, err := s.Selects(pod.Labels)
+		selects, err := selects(s, pod.Labels)
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("EurekaSyncer %s ignored: invalid selector: %v", s.Name, err))
 			continue

@@ -258,28 +258,49 @@ func ApplyPatch(raw []byte, ops []jsonpatch.Operation) ([]byte, error) {
 	return patched, nil
 }
 
-// logResult writes the one line per decision.
+// logResult writes the one line per decision, its fields in one map.
 func (h *Handler) logResult(req admission.Request, pod *corev1.Pod, r Result) {
 	switch {
 	case r.Denied != "":
-		h.requestLog(req, pod).WithField("reason", r.Reason).WithError(r.Err).Info("pod denied")
+		h.decisionLog(req, pod, r, 1).WithError(r.Err).Info("pod denied")
 	case r.Skipped != nil:
-		h.requestLog(req, pod).WithFields(logrus.Fields{"reason": r.Reason, "syncer": r.Syncer.Name}).Info("pod skipped: " + string(r.Skipped.Reason))
+		h.decisionLog(req, pod, r, 2).Info("pod skipped: " + string(r.Skipped.Reason))
 	case r.Inject:
-		h.requestLog(req, pod).WithFields(logrus.Fields{"reason": r.Reason, "syncer": r.Syncer.Name, "adaptations": len(r.Adaptations)}).Info("pod injected")
+		h.decisionLog(req, pod, r, 3).Info("pod injected")
 	default:
-		h.requestLog(req, pod).WithField("reason", r.Reason).Debug("pod not injected")
+		h.decisionLog(req, pod, r, 1).Debug("pod not injected")
 	}
+}
+
+// decisionLog is requestLog with the decision's fields: the reason, then
+// the syncer, then the number of adaptations, as many as fields says.
+func (h *Handler) decisionLog(req admission.Request, pod *corev1.Pod, r Result, fields int) *logrus.Entry {
+	f := requestFields(req, pod, 3+fields)
+	f["reason"] = r.Reason
+	if fields > 1 {
+		f["syncer"] = r.Syncer.Name
+	}
+	if fields > 2 {
+		f["adaptations"] = len(r.Adaptations)
+	}
+	return h.log.WithFields(f)
 }
 
 // requestLog names the request in a log line; a generateName pod is named
 // by its prefix.
 func (h *Handler) requestLog(req admission.Request, pod *corev1.Pod) *logrus.Entry {
+	return h.log.WithFields(requestFields(req, pod, 3))
+}
+
+// requestFields are requestLog's fields, in a map with room for size.
+func requestFields(req admission.Request, pod *corev1.Pod, size int) logrus.Fields {
 	name := req.Name
 	if pod != nil && pod.Name == "" && pod.GenerateName != "" {
 		name = pod.GenerateName + "<generated>"
 	}
-	return h.log.WithFields(logrus.Fields{"uid": req.UID, "namespace": req.Namespace, "name": name})
+	f := make(logrus.Fields, size)
+	f["uid"], f["namespace"], f["name"] = req.UID, req.Namespace, name
+	return f
 }
 
 // read reads the pod's namespace and, when it is opted in, its syncers

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -300,11 +301,64 @@ func registrarSettings(pod *corev1.Pod, app int, port int32, cfg Config) (sideca
 // (downward API) standing in as placeholders: one validation, the
 // registrar's, so that a setting it would refuse denies the pod here,
 // with its reason, and never first crash-loops a container.
+//
+// The registrar's answer depends on rendered alone, and the pods of one
+// workload render the same settings, so it is kept (acceptedSettings).
 func registrarAccepts(rendered []sidecar.EnvVar) error {
-	if _, err := sidecar.ParseInjected(rendered); err != nil {
+	if err := acceptedSettings.check(rendered); err != nil {
 		return fmt.Errorf("the registrar would refuse its settings: %w", err)
 	}
 	return nil
+}
+
+// acceptedSettings keeps sidecar.ParseInjected's answer for each rendered
+// environment, up to maxAcceptedSettings of them.
+var acceptedSettings = settingsVerdicts{verdicts: map[string]error{}}
+
+// maxAcceptedSettings bounds acceptedSettings: past it, it starts again
+// empty. A cluster renders about one environment per syncer and workload.
+const maxAcceptedSettings = 4096
+
+type settingsVerdicts struct {
+	mu       sync.RWMutex
+	verdicts map[string]error
+}
+
+// check is sidecar.ParseInjected(rendered)'s error, parsed once per
+// environment.
+func (c *settingsVerdicts) check(rendered []sidecar.EnvVar) error {
+	key := envKey(rendered)
+	c.mu.RLock()
+	err, ok := c.verdicts[string(key)] // no copy of key to look it up
+	c.mu.RUnlock()
+	if ok {
+		return err
+	}
+	_, err = sidecar.ParseInjected(rendered)
+	c.mu.Lock()
+	if len(c.verdicts) >= maxAcceptedSettings {
+		clear(c.verdicts)
+	}
+	c.verdicts[string(key)] = err
+	c.mu.Unlock()
+	return err
+}
+
+// envKey is env as one key, one key per environment: every name and
+// value written after its length, in env's order.
+func envKey(env []sidecar.EnvVar) []byte {
+	n := 0
+	for _, e := range env {
+		n += len(e.Name) + len(e.Value) + 8
+	}
+	b := make([]byte, 0, n)
+	for _, e := range env {
+		b = strconv.AppendInt(b, int64(len(e.Name)), 10)
+		b = append(append(b, ':'), e.Name...)
+		b = strconv.AppendInt(b, int64(len(e.Value)), 10)
+		b = append(append(b, ':'), e.Value...)
+	}
+	return b
 }
 
 // InjectedSettings are the settings the registrar of an injected pod was

@@ -1,0 +1,104 @@
+package webhook
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/eurekube/eurekube/internal/builders"
+	"github.com/eurekube/eurekube/sidecar"
+)
+
+// The compiled selectors are kept by content: every selector answers as
+// EurekaSyncer.Selects does, the same object edited in place included.
+func TestSelects_AnswersAsTheSyncerDoesForEverySelectorContent(t *testing.T) {
+	pod := map[string]string{"app": "orders", "tier": "web"}
+	s := builders.Syncer("shop", "orders")
+	for _, sel := range []metav1.LabelSelector{
+		{MatchLabels: map[string]string{"app": "orders"}},
+		{MatchLabels: map[string]string{"app": "billing"}},
+		{MatchLabels: map[string]string{"app": "orders", "tier": "web"}},
+		{MatchLabels: map[string]string{"app": "orders", "tier": "db"}},
+		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "db"}}}},
+		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"web", "db"}}}},
+		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Bogus"}}},
+		{MatchLabels: map[string]string{"app": "not a value!"}},
+		{},
+		{MatchLabels: map[string]string{"app": "orders"}},
+	} {
+		s.Spec.Selector = sel // edited in place, as a test or a caller may
+		want, wantErr := s.Selects(pod)
+		for range 2 { // compiled, then kept
+			got, err := selects(s, pod)
+			if got != want || (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+				t.Fatalf("selector %+v: selects = %v, %v; EurekaSyncer.Selects = %v, %v", sel, got, err, want, wantErr)
+			}
+		}
+	}
+}
+
+// Two selectors have one key only when they have one content.
+func TestSelectorKey_TellsContentsApart(t *testing.T) {
+	keys := map[string]metav1.LabelSelector{}
+	for _, sel := range []metav1.LabelSelector{
+		{},
+		{MatchLabels: map[string]string{"a": "bc"}},
+		{MatchLabels: map[string]string{"ab": "c"}},
+		{MatchLabels: map[string]string{"a": "1:b"}},
+		{MatchLabels: map[string]string{"a": "b", "c": "d"}},
+		{MatchLabels: map[string]string{"a": "b"}, MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "c", Operator: metav1.LabelSelectorOpExists}}},
+		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "c", Operator: metav1.LabelSelectorOpExists}}},
+		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "c", Operator: metav1.LabelSelectorOpIn, Values: []string{"x", "y"}}}},
+		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "c", Operator: metav1.LabelSelectorOpIn, Values: []string{"y", "x"}}}},
+		{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "c", Operator: metav1.LabelSelectorOpIn, Values: []string{"x"}}, {Key: "y", Operator: metav1.LabelSelectorOpExists}}},
+	} {
+		k := selectorKey(&sel)
+		if other, seen := keys[k]; seen {
+			t.Fatalf("%+v and %+v share the key %q", other, sel, k)
+		}
+		keys[k] = sel
+	}
+}
+
+// The registrar's verdict on an environment is kept, and is
+// sidecar.ParseInjected's, a refusal included, on every call.
+func TestRegistrarAccepts_IsTheRegistrarsVerdictEveryTime(t *testing.T) {
+	good := sidecar.Defaults("ORDERS", 8080)
+	good.EurekaURLs = []string{"http://eureka:8761/eureka"}
+	bad := good
+	bad.Port = 70000
+	for _, s := range []sidecar.Config{good, bad, good} {
+		rendered := s.Env()
+		_, want := sidecar.ParseInjected(rendered)
+		for range 2 {
+			err := registrarAccepts(rendered)
+			if (err == nil) != (want == nil) || err != nil && !strings.HasSuffix(err.Error(), want.Error()) {
+				t.Fatalf("registrarAccepts = %v; sidecar.ParseInjected: %v", err, want)
+			}
+		}
+	}
+	if _, err := sidecar.ParseInjected(bad.Env()); err == nil {
+		t.Fatal("port 70000 accepted: the test needs a refused environment")
+	}
+}
+
+// Two environments have one key only when they are the same.
+func TestEnvKey_TellsEnvironmentsApart(t *testing.T) {
+	keys := map[string][]sidecar.EnvVar{}
+	for _, env := range [][]sidecar.EnvVar{
+		nil,
+		{{Name: "A", Value: "BC"}},
+		{{Name: "AB", Value: "C"}},
+		{{Name: "A", Value: "1:B"}},
+		{{Name: "A", Value: ""}, {Name: "B", Value: ""}},
+		{{Name: "A", Value: "0:"}},
+		{{Name: "B", Value: ""}, {Name: "A", Value: ""}},
+	} {
+		k := string(envKey(env))
+		if other, seen := keys[k]; seen {
+			t.Fatalf("%v and %v share the key %q", other, env, k)
+		}
+		keys[k] = env
+	}
+}
