@@ -138,6 +138,7 @@ func run(ctx context.Context, o runOptions) error {
 		out  bytes.Buffer
 		// log is the go test -json stream of a suite, nil for -beside.
 		log  *jsonLog
+		cost string // its wall and CPU time, once it ended
 		done chan error
 		// stopped: still running when the run had already failed, and
 		// stopped for that, not failed on its own.
@@ -150,7 +151,12 @@ func run(ctx context.Context, o runOptions) error {
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		go func() { j.done <- cmd.Wait() }()
+		began := time.Now()
+		go func() {
+			err := cmd.Wait()
+			j.cost = cost(cmd, began)
+			j.done <- err
+		}()
 		jobs = append(jobs, j)
 		return nil
 	}
@@ -166,10 +172,12 @@ func run(ctx context.Context, o runOptions) error {
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		began := time.Now()
 		go func() {
 			j.log.read(stdout)
 			err := cmd.Wait()
 			j.log.finish()
+			j.cost = cost(cmd, began)
 			j.done <- err
 		}()
 		jobs = append(jobs, j)
@@ -212,17 +220,26 @@ func run(ctx context.Context, o runOptions) error {
 		cmd := goCmd(ctx, slices.Concat([]string{"test", "-short", "-race"}, goTestFlags, short)...)
 		cmd.Env = raceEnv()
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		began := time.Now()
 		if err := cmd.Run(); err != nil {
 			errs = append(errs, fmt.Errorf("go test -short -race: %w", err))
 		}
+		fmt.Printf("testrun: the unit tier with the race detector took %s\n", cost(cmd, began))
 	}
 	if len(errs) == 0 {
 		cmd := goCmd(ctx, append(append([]string{"test"}, goTestFlags...), all...)...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
+		began := time.Now()
+		err := cmd.Run()
+		fmt.Printf("testrun: the other packages took %s\n", cost(cmd, began))
+		if err != nil {
 			errs = append(errs, fmt.Errorf("go test: %w", err))
-		} else if err := fuzz(ctx, o.fuzzTime); err != nil {
-			errs = append(errs, err)
+		} else {
+			began = time.Now()
+			if err := fuzz(ctx, o.fuzzTime); err != nil {
+				errs = append(errs, err)
+			}
+			fmt.Printf("testrun: the fuzz targets took %ds\n", int(time.Since(began).Seconds()))
 		}
 	}
 	stopping := false
@@ -258,8 +275,24 @@ func run(ctx context.Context, o runOptions) error {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", j.name, err))
 		}
+		if j.cost != "" {
+			fmt.Printf("testrun: %s took %s\n", j.name, j.cost)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// cost is a command's wall time since began and the CPU time it and the
+// descendants it waited for used (the go command waits for its compilers
+// and test binaries, and they for what they start): where the machine's
+// two cores went.
+func cost(cmd *exec.Cmd, began time.Time) string {
+	wall := int(time.Since(began).Seconds())
+	if cmd.ProcessState == nil {
+		return fmt.Sprintf("%ds", wall)
+	}
+	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return fmt.Sprintf("%ds, %ds of CPU", wall, int(cpu.Seconds()))
 }
 
 // suite is a -background or -race pattern, run by its own go test.
