@@ -13,6 +13,7 @@ import (
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 )
@@ -192,13 +193,83 @@ func fieldOps(ops []jsonpatch.Operation, list string, index int, before, after r
 }
 
 // semanticEqual is equality.Semantic.DeepEqual(b.Interface(),
-// a.Interface()) without boxing what needs no deep comparison: basic
-// values compare directly, nil and empty pointers, slices and maps by
-// length. The types with an equality of their own (resource.Quantity,
-// metav1.Time, ...) and non-empty composites go to equality.Semantic.
+// a.Interface()), walked in place: nothing is boxed or copied to be
+// compared, resource.Quantity compares by Cmp without a reflected call,
+// and no visited set is kept, as the objects a pod decodes into hold no
+// cycles. Otherwise the same rules: the types with an equality of their
+// own use it, nil and empty slices and maps are alike, the rest compares
+// as reflect.DeepEqual does.
 func semanticEqual(b, a reflect.Value) bool {
-	if _, own := equality.Semantic.Equalities[b.Type()]; own {
-		return equality.Semantic.DeepEqual(b.Interface(), a.Interface())
+	if !b.IsValid() || !a.IsValid() {
+		return b.IsValid() == a.IsValid()
+	}
+	t := b.Type()
+	if t != a.Type() {
+		return false
+	}
+	if t == quantityType && b.CanAddr() && a.CanAddr() {
+		return b.Addr().Interface().(*resource.Quantity).Cmp(*a.Addr().Interface().(*resource.Quantity)) == 0
+	}
+	if eq, own := equality.Semantic.Equalities[t]; own {
+		return eq.Call([]reflect.Value{b, a})[0].Bool()
+	}
+	switch b.Kind() {
+	case reflect.Array:
+		for i := range b.Len() {
+			if !semanticEqual(b.Index(i), a.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Slice:
+		if b.Len() != a.Len() {
+			return false
+		}
+		if b.Len() == 0 || b.UnsafePointer() == a.UnsafePointer() {
+			return true
+		}
+		for i := range b.Len() {
+			if !semanticEqual(b.Index(i), a.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map:
+		if b.Len() != a.Len() {
+			return false
+		}
+		if b.Len() == 0 || b.UnsafePointer() == a.UnsafePointer() {
+			return true
+		}
+		for it := b.MapRange(); it.Next(); {
+			if !semanticEqual(it.Value(), a.MapIndex(it.Key())) {
+				return false
+			}
+		}
+		return true
+	case reflect.Interface:
+		if b.IsNil() || a.IsNil() {
+			return b.IsNil() == a.IsNil()
+		}
+		return semanticEqual(b.Elem(), a.Elem())
+	case reflect.Pointer:
+		if b.IsNil() || a.IsNil() {
+			return b.IsNil() == a.IsNil()
+		}
+		return semanticEqual(b.Elem(), a.Elem())
+	case reflect.Struct:
+		for i := range b.NumField() {
+			if !semanticEqual(b.Field(i), a.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Func:
+		return b.IsNil() && a.IsNil()
+	}
+	if !b.CanInterface() || !a.CanInterface() {
+		// equality.Semantic refuses unexported fields too.
+		panic(fmt.Sprintf("cannot compare the unexported %s fields of a patched object", t))
 	}
 	switch b.Kind() {
 	case reflect.String:
@@ -209,26 +280,15 @@ func semanticEqual(b, a reflect.Value) bool {
 		return b.Int() == a.Int()
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		return b.Uint() == a.Uint()
-	case reflect.Pointer:
-		if b.IsNil() || a.IsNil() {
-			return b.IsNil() == a.IsNil()
-		}
-		// A pointer is boxed without a copy; equality.Semantic compares
-		// what it points to.
-		return equality.Semantic.DeepEqual(b.Interface(), a.Interface())
-	case reflect.Slice, reflect.Map:
-		if b.Len() != a.Len() {
-			return false
-		}
-		if b.Len() == 0 {
-			return true
-		}
+	case reflect.Float32, reflect.Float64:
+		return b.Float() == a.Float()
 	}
-	if b.CanAddr() && a.CanAddr() {
-		return equality.Semantic.DeepEqual(b.Addr().Interface(), a.Addr().Interface())
-	}
-	return equality.Semantic.DeepEqual(b.Interface(), a.Interface())
+	return b.Interface() == a.Interface()
 }
+
+// quantityType is resource.Quantity's, which equality.Semantic compares
+// by value (Cmp): its fields are unexported.
+var quantityType = reflect.TypeFor[resource.Quantity]()
 
 // jsonField is a struct field that JSON encodes: its index, its JSON
 // Pointer token and whether it is omitted when empty.

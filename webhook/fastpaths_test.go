@@ -1,11 +1,17 @@
 package webhook
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/sidecar"
 )
@@ -100,5 +106,43 @@ func TestEnvKey_TellsEnvironmentsApart(t *testing.T) {
 			t.Fatalf("%v and %v share the key %q", other, env, k)
 		}
 		keys[k] = env
+	}
+}
+
+// semanticEqual answers as equality.Semantic.DeepEqual for every pair of
+// containers and volumes of the bench pod before and after injection, and
+// for every pair of their fields, nil against empty and quantities
+// written two ways included.
+func TestSemanticEqual_IsEqualitySemantic(t *testing.T) {
+	before := springPod()
+	after := Inject(before, enabledNamespace(), []v1alpha1.EurekaSyncer{syncer("orders", time.Hour)}, testDefaults).Pod
+	containers := append(append([]corev1.Container{}, before.Spec.Containers...), after.Spec.Containers...)
+	emptied := *before.Spec.Containers[0].DeepCopy()
+	emptied.Env, emptied.Ports = []corev1.EnvVar{}, nil
+	requotes := *before.Spec.Containers[0].DeepCopy()
+	requotes.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000m")}
+	requotes2 := *requotes.DeepCopy()
+	requotes2.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	containers = append(containers, emptied, requotes, requotes2, corev1.Container{})
+	compare := func(x, y reflect.Value) {
+		t.Helper()
+		if got, want := semanticEqual(x, y), equality.Semantic.DeepEqual(x.Interface(), y.Interface()); got != want {
+			t.Fatalf("%s: semanticEqual = %v, equality.Semantic = %v\n%#v\n%#v", x.Type(), got, want, x.Interface(), y.Interface())
+		}
+	}
+	for i := range containers {
+		for j := range containers {
+			x, y := reflect.ValueOf(&containers[i]).Elem(), reflect.ValueOf(&containers[j]).Elem()
+			compare(x, y)
+			for f := range x.NumField() {
+				compare(x.Field(f), y.Field(f))
+			}
+		}
+	}
+	volumes := append(append([]corev1.Volume{}, before.Spec.Volumes...), after.Spec.Volumes...)
+	for i := range volumes {
+		for j := range volumes {
+			compare(reflect.ValueOf(&volumes[i]).Elem(), reflect.ValueOf(&volumes[j]).Elem())
+		}
 	}
 }
