@@ -3,8 +3,12 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -83,15 +87,101 @@ func TrimPod(obj any) (any, error) {
 	}
 	t := &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: p.ObjectMeta}
 	t.ManagedFields = nil
-	t.Spec.NodeName = p.Spec.NodeName
-	t.Spec.Containers = trimContainers(p.Spec.Containers)
-	t.Spec.InitContainers = trimContainers(p.Spec.InitContainers)
+	t.Namespace, t.GenerateName = shared(t.Namespace), shared(t.GenerateName)
+	t.Labels, t.Annotations = sharedMap(t.Labels), sharedMap(t.Annotations)
+	if len(t.OwnerReferences) > 0 {
+		refs := make([]metav1.OwnerReference, len(t.OwnerReferences))
+		for i, o := range t.OwnerReferences {
+			refs[i] = o
+			refs[i].APIVersion, refs[i].Kind, refs[i].Name = shared(o.APIVersion), shared(o.Kind), shared(o.Name)
+		}
+		t.OwnerReferences = refs
+	}
+	t.Spec.NodeName = shared(p.Spec.NodeName)
+	t.Spec.Containers = sharedContainers(trimContainers(p.Spec.Containers))
+	t.Spec.InitContainers = sharedContainers(trimContainers(p.Spec.InitContainers))
 	t.Status = corev1.PodStatus{
-		Phase: p.Status.Phase, Conditions: p.Status.Conditions, Reason: p.Status.Reason, Message: p.Status.Message,
-		HostIP: p.Status.HostIP, HostIPs: p.Status.HostIPs, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs,
+		Phase: p.Status.Phase, Conditions: trimConditions(p.Status.Conditions), Reason: shared(p.Status.Reason), Message: shared(p.Status.Message),
+		HostIP: shared(p.Status.HostIP), HostIPs: p.Status.HostIPs, PodIP: p.Status.PodIP, PodIPs: p.Status.PodIPs,
 		StartTime: p.Status.StartTime, InitContainerStatuses: trimStatuses(p.Status.InitContainerStatuses), ContainerStatuses: trimStatuses(p.Status.ContainerStatuses),
 	}
+	for i := range t.Status.HostIPs {
+		t.Status.HostIPs[i].IP = shared(t.Status.HostIPs[i].IP)
+	}
 	return t, nil
+}
+
+// The strings of a cached pod are mostly the same in every pod of a
+// syncer, or of the cluster: label and annotation keys and values, the
+// registrar's environment, container names and images, condition types.
+// Decoding gives each pod its own copy of each; the cache keeps one
+// (unique.Make: a value no pod holds any more is forgotten), which is
+// about a third of what a trimmed pod costs in memory.
+
+// shared is s, its bytes shared with every equal string of the cache.
+func shared[S ~string](s S) S {
+	if s == "" {
+		return s
+	}
+	return S(unique.Make(string(s)).Value())
+}
+
+// sharedMap is m with its keys and values shared.
+func sharedMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[shared(k)] = shared(v)
+	}
+	return out
+}
+
+// containerSets are trimmed container lists by their encoding: the pods of
+// one template, or of one syncer, have the same, which is most of what a
+// trimmed pod holds (the registrar's environment: some 30 variables).
+// Pods share one list; nothing changes a cached object, so they may.
+// The map is emptied when it reaches maxContainerSets, so it holds at
+// most that many lists besides those pods still use.
+var containerSets struct {
+	mu   sync.Mutex
+	sets map[string][]corev1.Container
+}
+
+const maxContainerSets = 4096
+
+// sharedContainers is cs, or an equal list already cached.
+func sharedContainers(cs []corev1.Container) []corev1.Container {
+	if len(cs) == 0 {
+		return cs
+	}
+	key, err := (&corev1.PodSpec{Containers: cs}).Marshal()
+	if err != nil {
+		return cs
+	}
+	containerSets.mu.Lock()
+	defer containerSets.mu.Unlock()
+	if got, ok := containerSets.sets[string(key)]; ok {
+		return got
+	}
+	if containerSets.sets == nil || len(containerSets.sets) >= maxContainerSets {
+		containerSets.sets = map[string][]corev1.Container{}
+	}
+	containerSets.sets[string(key)] = cs
+	return cs
+}
+
+func trimConditions(cs []corev1.PodCondition) []corev1.PodCondition {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.PodCondition, len(cs))
+	for i, c := range cs {
+		out[i] = c
+		out[i].Type, out[i].Status, out[i].Reason, out[i].Message = shared(c.Type), shared(c.Status), shared(c.Reason), shared(c.Message)
+	}
+	return out
 }
 
 func trimStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
@@ -101,10 +191,26 @@ func trimStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
 	out := make([]corev1.ContainerStatus, len(cs))
 	for i := range cs {
 		c := &cs[i]
-		out[i] = corev1.ContainerStatus{Name: c.Name, State: c.State, LastTerminationState: c.LastTerminationState,
-			Ready: c.Ready, RestartCount: c.RestartCount, Image: c.Image, Started: c.Started}
+		out[i] = corev1.ContainerStatus{Name: shared(c.Name), State: sharedState(c.State), LastTerminationState: sharedState(c.LastTerminationState),
+			Ready: c.Ready, RestartCount: c.RestartCount, Image: shared(c.Image), Started: c.Started}
 	}
 	return out
+}
+
+// sharedState shares the reasons of a container's state; a termination
+// message, which the registrar's last words fill, stays its own.
+func sharedState(s corev1.ContainerState) corev1.ContainerState {
+	if s.Waiting != nil {
+		w := *s.Waiting
+		w.Reason, w.Message = shared(w.Reason), shared(w.Message)
+		s.Waiting = &w
+	}
+	if s.Terminated != nil {
+		t := *s.Terminated
+		t.Reason = shared(t.Reason)
+		s.Terminated = &t
+	}
+	return s
 }
 
 func trimContainers(cs []corev1.Container) []corev1.Container {
@@ -114,10 +220,88 @@ func trimContainers(cs []corev1.Container) []corev1.Container {
 	out := make([]corev1.Container, len(cs))
 	for i := range cs {
 		c := &cs[i]
-		out[i] = corev1.Container{Name: c.Name, Image: c.Image, Ports: c.Ports, ReadinessProbe: c.ReadinessProbe, RestartPolicy: c.RestartPolicy}
+		out[i] = corev1.Container{Name: shared(c.Name), Image: shared(c.Image), Ports: sharedPorts(c.Ports), ReadinessProbe: sharedProbe(c.ReadinessProbe), RestartPolicy: c.RestartPolicy}
 		if c.Name == v1alpha1.RegistrarContainerName {
-			out[i].Env = c.Env
+			out[i].Env = sharedEnv(c.Env)
 		}
 	}
 	return out
+}
+
+func sharedPorts(ps []corev1.ContainerPort) []corev1.ContainerPort {
+	if ps == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerPort, len(ps))
+	for i, p := range ps {
+		out[i] = p
+		out[i].Name, out[i].Protocol, out[i].HostIP = shared(p.Name), shared(p.Protocol), shared(p.HostIP)
+	}
+	return out
+}
+
+// sharedEnv is the registrar's environment with its names and values
+// shared. Variables from the downward API (the pod's name, UID, IP) are
+// kept as they are: nothing here reads them, but they are part of what
+// the registrar was given.
+func sharedEnv(env []corev1.EnvVar) []corev1.EnvVar {
+	if env == nil {
+		return nil
+	}
+	out := make([]corev1.EnvVar, len(env))
+	for i, e := range env {
+		out[i] = corev1.EnvVar{Name: shared(e.Name), Value: shared(e.Value), ValueFrom: sharedFieldRef(e.ValueFrom)}
+	}
+	return out
+}
+
+// fieldRefs are the downward-API sources of registrar environments, one
+// of each: the webhook gives every registrar the same few.
+var fieldRefs sync.Map // fieldRefKey → *corev1.EnvVarSource
+
+type fieldRefKey struct{ apiVersion, fieldPath string }
+
+// maxFieldRefs bounds fieldRefs, whatever pods the cluster holds.
+const maxFieldRefs = 64
+
+var fieldRefCount atomic.Int32
+
+// sharedFieldRef is v, or an equal source already cached when v is a
+// plain field reference.
+func sharedFieldRef(v *corev1.EnvVarSource) *corev1.EnvVarSource {
+	if v == nil || v.FieldRef == nil || v.ResourceFieldRef != nil || v.ConfigMapKeyRef != nil || v.SecretKeyRef != nil || v.FileKeyRef != nil {
+		return v
+	}
+	key := fieldRefKey{v.FieldRef.APIVersion, v.FieldRef.FieldPath}
+	if got, ok := fieldRefs.Load(key); ok {
+		return got.(*corev1.EnvVarSource)
+	}
+	if fieldRefCount.Load() >= maxFieldRefs {
+		return v
+	}
+	own := &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: shared(key.apiVersion), FieldPath: shared(key.fieldPath)}}
+	got, loaded := fieldRefs.LoadOrStore(key, own)
+	if !loaded {
+		fieldRefCount.Add(1)
+	}
+	return got.(*corev1.EnvVarSource)
+}
+
+// sharedProbe is a copy of p with its strings shared.
+func sharedProbe(p *corev1.Probe) *corev1.Probe {
+	if p == nil {
+		return nil
+	}
+	q := *p
+	if h := q.HTTPGet; h != nil {
+		g := *h
+		g.Path, g.Host, g.Scheme, g.Port.StrVal = shared(g.Path), shared(g.Host), shared(g.Scheme), shared(g.Port.StrVal)
+		q.HTTPGet = &g
+	}
+	if s := q.TCPSocket; s != nil {
+		t := *s
+		t.Host, t.Port.StrVal = shared(t.Host), shared(t.Port.StrVal)
+		q.TCPSocket = &t
+	}
+	return &q
 }
