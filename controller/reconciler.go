@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -101,6 +102,9 @@ type Reconciler struct {
 	drifts *driftMemo
 	// selectors: each syncer's parsed pod selector (selectors.go).
 	selectors *selectors
+	// syncerIndex: the syncer informer's namespace index (syncersIn); nil
+	// reads with List.
+	syncerIndex toolscache.Indexer
 }
 
 // NewReconciler returns a reconciler using the manager's clients. Setup
@@ -147,6 +151,11 @@ func Setup(mgr manager.Manager, o Options) error {
 	if err := indexPods(context.Background(), mgr); err != nil {
 		return err
 	}
+	idx, err := indexedSyncers(context.Background(), mgr)
+	if err != nil {
+		return err
+	}
+	r.syncerIndex = idx
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("eurekasyncer").
 		// Our own status writes need no reconcile; deletion bumps the
@@ -157,7 +166,7 @@ func Setup(mgr manager.Manager, o Options) error {
 		// traffic (nodes.go).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.syncersOfNode), builder.WithPredicates(nodeReadinessChanged)).
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: maxConcurrentReconciles})
-	b, err := r.watchServiceMode(mgr, b)
+	b, err = r.watchServiceMode(mgr, b)
 	if err != nil {
 		return err
 	}
@@ -177,24 +186,72 @@ func Setup(mgr manager.Manager, o Options) error {
 // calls it with the old and the new pod, so a syncer the pod stopped
 // matching is reconciled too.
 func (r *Reconciler) syncersOfPod(ctx context.Context, obj client.Object) []reconcile.Request {
-	var list v1alpha1.EurekaSyncerList
 	// Read only, and called for every pod event (each pod of the cluster at
-	// start-up): no deep copy of the namespace's syncers each time.
-	if err := r.client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
+	// start-up): the namespace's syncers are neither deep-copied nor copied
+	// into a list each time.
+	syncers, err := r.syncersIn(ctx, obj.GetNamespace())
+	if err != nil {
 		r.log.WithError(err).WithField("namespace", obj.GetNamespace()).Warn("list syncers for a pod event")
 		return nil
 	}
 	podLabels := labels.Set(obj.GetLabels())
 	injectedBy := obj.GetAnnotations()[v1alpha1.SyncerAnnotation]
 	var reqs []reconcile.Request
-	for i := range list.Items {
-		s := &list.Items[i]
+	for _, s := range syncers {
 		selector, err := r.selectors.of(s)
 		if s.Name == injectedBy || (err == nil && selector.Matches(podLabels)) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
 		}
 	}
 	return reqs
+}
+
+// syncersIn returns the syncers of a namespace as the cache holds them,
+// to be read and never changed: from the informer's namespace index
+// where the manager's cache exposes it (a List copies every syncer into
+// the list, 400,000 copies for the pod events of a cluster of 1,000
+// syncers and 20,000 pods), else from a List.
+func (r *Reconciler) syncersIn(ctx context.Context, namespace string) ([]*v1alpha1.EurekaSyncer, error) {
+	if r.syncerIndex != nil {
+		items, err := r.syncerIndex.ByIndex(toolscache.NamespaceIndex, namespace)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*v1alpha1.EurekaSyncer, 0, len(items))
+		for _, item := range items {
+			if s, ok := item.(*v1alpha1.EurekaSyncer); ok {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+	}
+	var list v1alpha1.EurekaSyncerList
+	if err := r.client.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	out := make([]*v1alpha1.EurekaSyncer, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// indexedSyncers is the namespace index of the cache's syncer informer,
+// or nil when the cache does not expose one.
+func indexedSyncers(ctx context.Context, mgr manager.Manager) (toolscache.Indexer, error) {
+	inf, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.EurekaSyncer{})
+	if err != nil {
+		return nil, fmt.Errorf("syncer informer: %w", err)
+	}
+	si, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return nil, nil
+	}
+	idx := si.GetIndexer()
+	if _, has := idx.GetIndexers()[toolscache.NamespaceIndex]; !has {
+		return nil, nil
+	}
+	return idx, nil
 }
 
 // Reconcile syncs one EurekaSyncer: it measures pods and Eureka, collects
