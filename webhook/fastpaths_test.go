@@ -146,3 +146,20 @@ func TestSemanticEqual_IsEqualitySemantic(t *testing.T) {
 		}
 	}
 }
+
+// injectedAppName is InjectedSettings' app name, from the cache or not.
+func TestInjectedAppName_IsInjectedSettingsApp(t *testing.T) {
+	injected := inject(t, springPod(), syncer("orders", time.Hour))
+	noEnv := injected.DeepCopy()
+	v1alpha1.RegistrarContainer(noEnv).Env = nil
+	for _, pod := range []*corev1.Pod{injected, injected, springPod(), noEnv} {
+		s, wantOK := InjectedSettings(pod)
+		app, ok := injectedAppName(pod)
+		if app != s.AppName || ok != wantOK {
+			t.Fatalf("injectedAppName = %q, %v; InjectedSettings: %q, %v", app, ok, s.AppName, wantOK)
+		}
+	}
+	if app, ok := injectedAppName(injected); !ok || app != "ORDERS" {
+		t.Fatalf("injectedAppName = %q, %v: want ORDERS", app, ok)
+	}
+}

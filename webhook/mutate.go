@@ -305,15 +305,17 @@ func registrarSettings(pod *corev1.Pod, app int, port int32, cfg Config) (sideca
 // The registrar's answer depends on rendered alone, and the pods of one
 // workload render the same settings, so it is kept (acceptedSettings).
 func registrarAccepts(rendered []sidecar.EnvVar) error {
-	if err := acceptedSettings.check(rendered); err != nil {
+	if err := acceptedSettings.parse(rendered).err; err != nil {
 		return fmt.Errorf("the registrar would refuse its settings: %w", err)
 	}
 	return nil
 }
 
-// acceptedSettings keeps sidecar.ParseInjected's answer for each rendered
-// environment, up to maxAcceptedSettings of them.
-var acceptedSettings = settingsVerdicts{verdicts: map[string]error{}}
+// acceptedSettings keeps what sidecar.ParseInjected says of each
+// environment, up to maxAcceptedSettings of them: the settings the
+// webhook renders (registrarAccepts), then the same settings read back
+// from the pod it admits (injectedAppName).
+var acceptedSettings = settingsVerdicts{verdicts: map[string]settingsVerdict{}}
 
 // maxAcceptedSettings bounds acceptedSettings: past it, it starts again
 // empty. A cluster renders about one environment per syncer and workload.
@@ -321,27 +323,35 @@ const maxAcceptedSettings = 4096
 
 type settingsVerdicts struct {
 	mu       sync.RWMutex
-	verdicts map[string]error
+	verdicts map[string]settingsVerdict
 }
 
-// check is sidecar.ParseInjected(rendered)'s error, parsed once per
-// environment.
-func (c *settingsVerdicts) check(rendered []sidecar.EnvVar) error {
-	key := envKey(rendered)
+// settingsVerdict is what sidecar.ParseInjected said of an environment:
+// the app it registers, or why the registrar would refuse it.
+type settingsVerdict struct {
+	appName string
+	err     error
+}
+
+// parse is sidecar.ParseInjected(env)'s app name and error, parsed once
+// per environment.
+func (c *settingsVerdicts) parse(env []sidecar.EnvVar) settingsVerdict {
+	key := envKey(env)
 	c.mu.RLock()
-	err, ok := c.verdicts[string(key)] // no copy of key to look it up
+	v, ok := c.verdicts[string(key)] // no copy of key to look it up
 	c.mu.RUnlock()
 	if ok {
-		return err
+		return v
 	}
-	_, err = sidecar.ParseInjected(rendered)
+	s, err := sidecar.ParseInjected(env)
+	v = settingsVerdict{appName: s.AppName, err: err}
 	c.mu.Lock()
 	if len(c.verdicts) >= maxAcceptedSettings {
 		clear(c.verdicts)
 	}
-	c.verdicts[string(key)] = err
+	c.verdicts[string(key)] = v
 	c.mu.Unlock()
-	return err
+	return v
 }
 
 // envKey is env as one key, one key per environment: every name and
@@ -366,9 +376,31 @@ func envKey(env []sidecar.EnvVar) []byte {
 // container's literal variables). ok is false for a pod without a
 // registrar or with settings the registrar would refuse.
 func InjectedSettings(pod *corev1.Pod) (s sidecar.Config, ok bool) {
+	env := literalEnv(pod)
+	if env == nil {
+		return sidecar.Config{}, false
+	}
+	s, err := sidecar.ParseInjected(env)
+	return s, err == nil
+}
+
+// injectedAppName is InjectedSettings(pod).AppName, parsed once per
+// registrar environment (acceptedSettings).
+func injectedAppName(pod *corev1.Pod) (app string, ok bool) {
+	env := literalEnv(pod)
+	if env == nil {
+		return "", false
+	}
+	v := acceptedSettings.parse(env)
+	return v.appName, v.err == nil
+}
+
+// literalEnv is the literal variables of pod's registrar, nil without a
+// registrar.
+func literalEnv(pod *corev1.Pod) []sidecar.EnvVar {
 	c := v1alpha1.RegistrarContainer(pod)
 	if c == nil {
-		return sidecar.Config{}, false
+		return nil
 	}
 	env := make([]sidecar.EnvVar, 0, len(c.Env))
 	for _, e := range c.Env {
@@ -376,8 +408,7 @@ func InjectedSettings(pod *corev1.Pod) (s sidecar.Config, ok bool) {
 			env = append(env, sidecar.EnvVar{Name: e.Name, Value: e.Value})
 		}
 	}
-	s, err := sidecar.ParseInjected(env)
-	return s, err == nil
+	return env
 }
 
 // registrarEnv is the container's environment: the pod's identity from

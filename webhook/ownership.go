@@ -26,14 +26,14 @@ func (h *Handler) checkOwnership(ctx context.Context, req admission.Request, nam
 	if h.ownership == nil || r.Denied != "" || r.Pod == nil || !v1alpha1.RunsRegistrar(r.Pod) {
 		return nil
 	}
-	settings, ok := InjectedSettings(r.Pod)
-	if !ok || settings.AppName == "" {
+	app, ok := injectedAppName(r.Pod)
+	if !ok || app == "" {
 		return nil // a registrar whose settings cannot be read would not start
 	}
 	dryRun := req.DryRun != nil && *req.DryRun
-	v, err := h.ownership.Check(ctx, settings.AppName, ownership.Namespace{Name: namespace, Labels: ns.Labels}, !dryRun)
+	v, err := h.ownership.Check(ctx, app, ownership.Namespace{Name: namespace, Labels: ns.Labels}, !dryRun)
 	if err != nil {
-		return fmt.Errorf("check who may register Eureka app %s: %w", settings.AppName, err)
+		return fmt.Errorf("check who may register Eureka app %s: %w", app, err)
 	}
 	if !v.Allowed {
 		refuse(r, ReasonAppNotPermitted, v.Message)

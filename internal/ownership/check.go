@@ -40,8 +40,10 @@ type Checker struct {
 // that ask at once, only one wins. Without, nothing is written (a dry
 // run).
 func (c Checker) Check(ctx context.Context, app string, ns Namespace, claim bool) (Verdict, error) {
+	// The cache's own objects, not copies, as for the syncers below: Check
+	// only reads them, and the webhook asks once per pod it injects.
 	var policies v1alpha1.EurekaAppPolicyList
-	if err := c.Reader.List(ctx, &policies); err != nil {
+	if err := c.Reader.List(ctx, &policies, client.UnsafeDisableDeepCopy); err != nil {
 		return Verdict{}, fmt.Errorf("list EurekaAppPolicies: %w", err)
 	}
 	existing, err := c.claim(ctx, c.Reader, app)
@@ -72,8 +74,8 @@ func (c Checker) Check(ctx context.Context, app string, ns Namespace, claim bool
 
 // claim reads app's claim; nil when there is none.
 func (c Checker) claim(ctx context.Context, r client.Reader, app string) (*v1alpha1.EurekaAppClaim, error) {
-	var claim v1alpha1.EurekaAppClaim
-	switch err := r.Get(ctx, types.NamespacedName{Name: ClaimName(app)}, &claim); {
+	var claim v1alpha1.EurekaAppClaim // shares the cache's maps and slices: only read
+	switch err := r.Get(ctx, types.NamespacedName{Name: ClaimName(app)}, &claim, client.UnsafeDisableDeepCopy); {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
