@@ -15,6 +15,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,6 +45,31 @@ func deploy(t *testing.T, a cluster.App, shape func(*appsv1.Deployment)) {
 	if err := c.Deploy(context.Background(), a, shape); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// dropNamespace deletes a test's namespace, without waiting.
+func dropNamespace(t *testing.T, ns string) {
+	err := c.Node.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("delete namespace %s: %v", ns, err)
+	}
+}
+
+// waitNamespaceGone waits until a deleted namespace is gone: its pods have
+// drained and cancelled, and its syncer has detached.
+func waitNamespaceGone(t *testing.T, name string) {
+	t.Helper()
+	harness.Eventually(t, 5*time.Minute, "namespace "+name+" gone", func() error {
+		var ns corev1.Namespace
+		err := c.Node.Client.Get(context.Background(), client.ObjectKey{Name: name}, &ns)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("namespace %s: %s", name, ns.Status.Phase)
+		}
+		return err
+	})
 }
 
 // rolloutCalled rolls every pod of the app while sc calls it by name, waits
@@ -379,4 +405,103 @@ func podsOf(t *testing.T, app cluster.App) []corev1.Pod {
 		t.Fatal(err)
 	}
 	return v.Pods
+}
+
+// storySlots is how many stories run at once. They mostly wait on the
+// node (drains, caches, Eureka's reads), so more than the machine's two
+// cores; each brings pods and often a Spring client's JVM, so not many.
+const storySlots = 4
+
+// stories lets the suite's parallel tests run storySlots at a time, the
+// longest first: once the tests that stop manager replicas are done, every
+// story waits at the gate, and a slot always goes to the longest one still
+// waiting, so the suite ends soon after its longest story. (Go's own
+// -parallel starts them in whatever order they wake, and a long story
+// started last made the suite wait for it alone.) The gate opens once every
+// declared story has arrived: TestMain's sequential pass declares them all.
+var stories = newStoryGate(storySlots)
+
+type storyGate struct {
+	mu        sync.Mutex
+	changed   *sync.Cond
+	slots     int
+	running   int
+	unarrived int                      // declared, not yet at the gate
+	waiting   map[string]time.Duration // at the gate: name → expected length
+}
+
+func newStoryGate(slots int) *storyGate {
+	g := &storyGate{slots: slots, waiting: map[string]time.Duration{}}
+	g.changed = sync.NewCond(&g.mu)
+	return g
+}
+
+// story makes t one of the stories: parallel, and started in its turn.
+// expect is about how long it takes on a quiet machine; only the order of
+// the stories' expectations matters.
+func story(t *testing.T, expect time.Duration) {
+	stories.declare(1)
+	t.Parallel()
+	stories.enter(t, expect)
+}
+
+// storyGroup is a test whose subtests are stories: it declares them while
+// the suite declares its stories, and each subtest enters with
+// group.story. Those it never ran (it failed first) are undeclared when
+// it ends.
+type storyGroup struct{ declared, entered int }
+
+func storiesOf(t *testing.T, n int) *storyGroup {
+	stories.declare(n)
+	t.Parallel()
+	g := &storyGroup{declared: n}
+	t.Cleanup(func() { stories.declare(g.entered - g.declared) })
+	return g
+}
+
+func (g *storyGroup) story(t *testing.T, expect time.Duration) {
+	g.entered++ // by the group's test, before its subtests run
+	t.Parallel()
+	stories.enter(t, expect)
+}
+
+func (g *storyGate) declare(n int) {
+	g.mu.Lock()
+	g.unarrived += n
+	g.changed.Broadcast()
+	g.mu.Unlock()
+}
+
+// enter waits for t's turn, and frees its slot when t ends.
+func (g *storyGate) enter(t *testing.T, expect time.Duration) {
+	name, arrived := t.Name(), time.Now()
+	g.mu.Lock()
+	g.unarrived--
+	g.waiting[name] = expect
+	g.changed.Broadcast()
+	for g.unarrived > 0 || g.running >= g.slots || !g.longestWaiting(name) {
+		g.changed.Wait()
+	}
+	delete(g.waiting, name)
+	g.running++
+	g.mu.Unlock()
+	t.Logf("the story starts, after %s at the gate", time.Since(arrived).Round(time.Second))
+	t.Cleanup(func() {
+		g.mu.Lock()
+		g.running--
+		g.changed.Broadcast()
+		g.mu.Unlock()
+	})
+}
+
+// longestWaiting says whether name is the longest story waiting (by name
+// among equals, so exactly one is).
+func (g *storyGate) longestWaiting(name string) bool {
+	mine := g.waiting[name]
+	for other, d := range g.waiting {
+		if d > mine || d == mine && other < name {
+			return false
+		}
+	}
+	return true
 }

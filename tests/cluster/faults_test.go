@@ -16,7 +16,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -44,15 +43,6 @@ func unscheduled(t *testing.T, app cluster.App) {
 // container is there and the pod says so.
 func hasRegistrar(p *corev1.Pod) bool {
 	return v1alpha1.MarkedInjected(p) && v1alpha1.RunsRegistrar(p)
-}
-
-// dropNamespace deletes ns; its Pending pods go at once, with no kubelet
-// to wait for.
-func dropNamespace(t *testing.T, ns string) {
-	err := c.Node.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("delete namespace %s: %v", ns, err)
-	}
 }
 
 // managerReplicas sets the manager Deployment's replicas and waits until
@@ -383,7 +373,7 @@ func replaceAt(doc map[string]any, path []string, v any) map[string]any {
 // answered, bad annotations are denied naming the annotation, nothing
 // panics or restarts, and the manager still injects afterwards.
 func TestMalformedAdmissionRequests_EveryOneAnsweredNoPanic(t *testing.T) {
-	t.Parallel() // see TestMain
+	story(t, 5*time.Second)
 	ctx := context.Background()
 	app := cluster.App{Namespace: "fuzz", Name: "malformed"}
 	unscheduled(t, app)

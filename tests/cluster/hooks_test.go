@@ -29,7 +29,7 @@ import (
 // composed the app's own hook with the drain, the syncer reports it in one
 // Event for all its pods, not one per pod.
 func TestRollingUpdate_EveryPreStopKindNoCallFails(t *testing.T) {
-	t.Parallel() // see TestMain
+	kinds := storiesOf(t, 5)
 	rec := startRecorder(t)
 	for _, tc := range []struct {
 		kind  string
@@ -59,9 +59,9 @@ func TestRollingUpdate_EveryPreStopKindNoCallFails(t *testing.T) {
 		}, reports: true},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			// Beside the other kinds and the suite's other parallel
-			// tests: each in its own namespace, with its own client.
-			t.Parallel()
+			// Beside the other kinds and the suite's other stories:
+			// each in its own namespace, with its own client.
+			kinds.story(t, 45*time.Second)
 			ctx := context.Background()
 			app := cluster.App{Namespace: "hooks-" + tc.kind, Name: "hook" + tc.kind, Replicas: 2,
 				DrainSeconds: ptr.To[int32](drainSeconds), PreStop: tc.hook}

@@ -50,7 +50,7 @@ import (
 // eviction every second, the VM's 15 s lease). Deleting the import removes
 // the Service and its slices.
 func TestImport_AVMServiceCalledByItsKubernetesName_MovesWithNoFailedCall(t *testing.T) {
-	t.Parallel() // see TestMain
+	story(t, 300*time.Second)
 	ctx := context.Background()
 	const ns, app, service = "import", "billing", "billing"
 	if err := c.Node.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {

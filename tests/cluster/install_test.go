@@ -28,7 +28,7 @@ import (
 // calls the webhook through its Service, and a pod of an opted-in namespace
 // comes up injected and UP in Eureka.
 func TestInstall_FromManifestsDefault(t *testing.T) {
-	t.Parallel() // see TestMain
+	story(t, 15*time.Second)
 	ctx := context.Background()
 	var secret corev1.Secret
 	if err := c.Node.Client.Get(ctx, client.ObjectKey{Namespace: cluster.ManagerNamespace, Name: "eurekube-webhook-tls"}, &secret); err != nil {

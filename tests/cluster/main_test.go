@@ -24,14 +24,15 @@ var c *cluster.Cluster
 // first checked that the listing sees what a running node changes, so that
 // an empty difference means something.
 //
-// The tests that stop or kill manager replicas run first, one at a time;
-// the others (each in its own namespace, with its own Spring client) then
-// run three at a time: they mostly wait on the node, so -parallel's default
-// (GOMAXPROCS, 2 here) would leave it idle.
+// The tests that stop or kill manager replicas (or the node's kubelet, or
+// a Eureka peer) run first, one at a time; the others, the stories (each in
+// its own namespace, with its own Spring client), then run storySlots at a
+// time, the longest first (story, in e2e_helpers_test.go). The stories'
+// gate sets how many run at once, so Go's -parallel must not be lower.
 func TestMain(m *testing.M) {
 	harness.SkipSuiteWhenShort("a real node, cert-manager and a Eureka server")
 	if !parallelSet() {
-		_ = flag.Set("test.parallel", "3")
+		_ = flag.Set("test.parallel", "64")
 	}
 	if reason := node.Unavailable(node.Options{}); reason != "" {
 		fmt.Println("skipped: " + reason)

@@ -25,7 +25,7 @@ import (
 // so no call reaches them. Serve puts them in: they take their share. Back
 // to Standby (the rollback): none again. No call fails at any switch.
 func TestMigration_StandbyServeStandby_NoCallFails(t *testing.T) {
-	t.Parallel() // see TestMain
+	story(t, 100*time.Second)
 	ctx := context.Background()
 	app := cluster.App{Namespace: "migrate", Name: "checkout", Replicas: 2, DrainSeconds: ptr.To[int32](drainSeconds),
 		Traffic: v1alpha1.TrafficStandby}

@@ -51,7 +51,7 @@ import (
 // Eurekube skips, completes: Eurekube, reinvoked on the pod it annotated as
 // skipped, admits it.
 func TestNeighbour_MeshInjectorAfterEurekube(t *testing.T) {
-	t.Parallel() // see TestMain
+	subs := storiesOf(t, 3)
 	mesh, err := c.StartMeshInjector(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestNeighbour_MeshInjectorAfterEurekube(t *testing.T) {
 		{"RolloutBehindANativeSidecarProxy_NoCallFails", cluster.MeshNative},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
+			subs.story(t, 45*time.Second)
 			app := cluster.App{Namespace: "mesh-" + tc.shape, Name: "mesh" + tc.shape, Replicas: 2, DrainSeconds: ptr.To[int32](drainSeconds)}
 			createNamespace(t, app.Namespace, map[string]string{cluster.MeshLabel: tc.shape})
 			deploy(t, app, nil)
@@ -91,7 +91,7 @@ func TestNeighbour_MeshInjectorAfterEurekube(t *testing.T) {
 	}
 
 	t.Run("JobBehindTheMesh_Completes", func(t *testing.T) {
-		t.Parallel()
+		subs.story(t, 15*time.Second)
 		const namespace, name = "mesh-jobs", "meshjob"
 		createNamespace(t, namespace, nil)
 		createSyncer(t, namespace, name)
@@ -115,7 +115,7 @@ func TestNeighbour_MeshInjectorAfterEurekube(t *testing.T) {
 // skipped, as the webhook would; the Job as it printed it, applied with the
 // API, completes: the webhook admits the annotations it writes itself.
 func TestNeighbour_JobFromInjectOutputCompletes(t *testing.T) {
-	t.Parallel() // see TestMain
+	story(t, 6*time.Second)
 	const namespace, name = "inject-jobs", "injectjob"
 	rec := startRecorder(t)
 	createNamespace(t, namespace, nil)

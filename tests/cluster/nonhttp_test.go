@@ -19,7 +19,7 @@ import (
 // registers without URLs and is UP only once its port accepts
 // connections; until then its instance is listed, but not UP.
 func TestNonHTTP_ATCPOnlyPodRegistersAndGatesOnItsPort(t *testing.T) {
-	t.Parallel() // see TestMain
+	story(t, 25*time.Second)
 	app := cluster.App{Namespace: "grpc", Name: "quotes", Replicas: 1, DrainSeconds: ptr.To[int32](2), Port: "grpc"}
 	deploy(t, app, func(d *appsv1.Deployment) {
 		c := &d.Spec.Template.Spec.Containers[0]

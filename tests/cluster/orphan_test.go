@@ -38,7 +38,7 @@ import (
 // runtime may thaw it to deliver its SIGKILL, which a quiet run at efc310a
 // saw as state R.)
 func TestOrphan_RegistrarKilledIsCollected(t *testing.T) {
-	t.Parallel() // see TestMain
+	story(t, 20*time.Second)
 	ctx := context.Background()
 	app := cluster.App{Namespace: "stock", Name: "inventory", Replicas: 2, DrainSeconds: ptr.To[int32](2)}
 	deploy(t, app, nil)

@@ -135,7 +135,7 @@ func TestRollingUpdate_ManagerLeaderKilledNoCallFails(t *testing.T) {
 // registrar still leaves Eureka at once, but the app stops while callers'
 // caches still hold it, so calls fail — it is the drain that protects them.
 func TestRollingUpdate_WithoutDrainCallsFail(t *testing.T) {
-	t.Parallel() // see TestMain
+	story(t, 45*time.Second)
 	app := cluster.App{Namespace: "pay", Name: "payments", Replicas: 3, DrainSeconds: ptr.To[int32](0)}
 	deploy(t, app, nil)
 	v := settle(t, app, 3*time.Minute)

@@ -1,9 +1,8 @@
-package lifecycle_test
+package cluster_test
 
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,26 +24,17 @@ import (
 // A team rotates its Eureka password: the server takes the new one, then
 // the Secret is updated. The pods' registrars read the mounted files the
 // kubelet refreshes and register again, and the manager follows the Secret:
-// no pod is restarted.
-func TestLifecycle_PodsFollowARotatedEurekaPasswordWithoutARestart(t *testing.T) {
+// no pod is restarted. The team's server is its own, on the node's
+// address, which the installed manager allows (cluster.AllowNodeEureka).
+func TestRotation_PodsFollowARotatedEurekaPasswordWithoutARestart(t *testing.T) {
+	story(t, 160*time.Second)
 	ctx := context.Background()
-	root, err := harness.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	first := &harness.EurekaAuth{Username: "eureka", Password: "first-password"}
 	server, err := harness.StartEureka(ctx, harness.EurekaOptions{Host: node.NodeIP, Auth: first, LogDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = server.Stop() }) // after the uninstall below: the detach reads it
-	kubectl(t, "apply", "--server-side", "-k", selfManaged(t))
-	waitInstalled(t)
-	t.Cleanup(func() {
-		runCLI(t, 0, "uninstall", "--timeout=5m")
-		kubectl(t, "delete", "-k", filepath.Join(root, "manifests", "self-managed"), "--wait", "--timeout=3m")
-	})
+	t.Cleanup(func() { _ = server.Stop() }) // after the syncer's detach below, which reads it
 
 	app := cluster.App{Namespace: "vault", Name: "vault", Replicas: 2, DrainSeconds: ptr.To[int32](5)}
 	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, Name: "eureka-creds",
@@ -63,9 +53,12 @@ func TestLifecycle_PodsFollowARotatedEurekaPasswordWithoutARestart(t *testing.T)
 			t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
 		}
 	}
-	if err := c.Deploy(ctx, app, nil); err != nil { // the Deployment; the syncer above stays
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { // before the server stops: the pods cancel with the password they last read
+		dropNamespace(t, app.Namespace)
+		waitNamespaceGone(t, app.Namespace)
+	})
+	// The Deployment; the syncer above stays.
+	deploy(t, app, nil)
 	waitUpWith(t, server, first, app)
 	pods := podUIDs(t, app)
 
@@ -88,10 +81,7 @@ func TestLifecycle_PodsFollowARotatedEurekaPasswordWithoutARestart(t *testing.T)
 		t.Fatalf("pods %v became %v: a rotation must not restart them", pods, now)
 	}
 	harness.Eventually(t, 3*time.Minute, "the manager reads Eureka with the new password", func() error {
-		s, err := getSyncer(ctx, client.ObjectKey{Namespace: app.Namespace, Name: app.Name})
-		if err != nil {
-			return err
-		}
+		s := syncer(t, app)
 		if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionEurekaReachable); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != s.Generation {
 			return fmt.Errorf("EurekaReachable %+v", c)
 		}

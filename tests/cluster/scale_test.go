@@ -13,7 +13,7 @@ import (
 // terminating: each new pod once it is ready, each removed pod as soon as
 // it starts to terminate.
 func TestScale_EurekaListsExactlyTheReadyPods(t *testing.T) {
-	t.Parallel() // see TestMain
+	story(t, 10*time.Second)
 	app := cluster.App{Namespace: "reviews", Name: "reviews", Replicas: 3, DrainSeconds: ptr.To[int32](2)}
 	start := time.Now()
 	deploy(t, app, nil) // from 0 replicas to 3

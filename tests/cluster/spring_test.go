@@ -26,7 +26,7 @@ import (
 // because each instance's health check URL is the actuator's health on
 // that port and its metadata says where the actuator is.
 func TestSpringBootAdmin_ListsEveryPodUpWithItsHealthDetails(t *testing.T) {
-	t.Parallel() // see TestMain
+	story(t, 45*time.Second)
 	app := cluster.App{Namespace: "admin", Name: "pricing", Replicas: 2, DrainSeconds: ptr.To[int32](2)}
 	deploy(t, app, func(d *appsv1.Deployment) {
 		c := &d.Spec.Template.Spec.Containers[0]

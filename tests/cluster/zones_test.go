@@ -30,7 +30,7 @@ import (
 func TestZones_SpringCallersPreferTheirOwnZone(t *testing.T) {
 	// The other tests' pods pick up whichever zone the node has when they
 	// are scheduled; none of them looks at zones.
-	t.Parallel() // see TestMain
+	story(t, 40*time.Second)
 	ctx := context.Background()
 	var nodes corev1.NodeList
 	if err := c.Node.Client.List(ctx, &nodes); err != nil || len(nodes.Items) != 1 {

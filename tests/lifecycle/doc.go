@@ -6,9 +6,8 @@
 // registrations) and uninstalls it (the pre-delete hook detaches every
 // syncer: nothing of the cluster stays in Eureka while the app runs on);
 // then kustomize (manifests/self-managed) and `eurekube uninstall` do the
-// same. A second story rotates the password of a Eureka server demanding
-// basic auth: the pods' registrars follow the Secret through the files the
-// kubelet refreshes, and the manager follows it too, with no pod restarted. It needs its own node because it installs and removes what the
+// same. It needs its own node because it installs and removes what the
 // end-to-end suite (package cluster) keeps installed; one node runs per
-// machine, so the two suites take turns.
+// machine, so the two suites take turns, and what needs no install of its
+// own (a rotated Eureka password) is a story of the end-to-end suite.
 package lifecycle
