@@ -133,17 +133,23 @@ func registrarConfig(t *testing.T, pod *corev1.Pod) sidecar.Config {
 // cache, filled from objects instead of an API server: the informers list
 // them once and their watch stays quiet. Reads take the path they take in
 // the manager.
-func informerCache(tb testing.TB, scheme *runtime.Scheme, namespaces []corev1.Namespace, syncers []v1alpha1.EurekaSyncer) cache.Cache {
+func informerCache(tb testing.TB, scheme *runtime.Scheme, namespaces []corev1.Namespace, syncers []v1alpha1.EurekaSyncer, claims ...v1alpha1.EurekaAppClaim) cache.Cache {
 	tb.Helper()
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot)
 	mapper.Add(v1alpha1.GroupVersion.WithKind("EurekaSyncer"), meta.RESTScopeNamespace)
+	mapper.Add(v1alpha1.GroupVersion.WithKind("EurekaAppPolicy"), meta.RESTScopeRoot)
+	mapper.Add(v1alpha1.GroupVersion.WithKind("EurekaAppClaim"), meta.RESTScopeRoot)
 	lists := func(obj runtime.Object) runtime.Object {
 		switch obj.(type) {
 		case *corev1.Namespace:
 			return &corev1.NamespaceList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: namespaces}
 		case *v1alpha1.EurekaSyncer:
 			return &v1alpha1.EurekaSyncerList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: syncers}
+		case *v1alpha1.EurekaAppPolicy:
+			return &v1alpha1.EurekaAppPolicyList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
+		case *v1alpha1.EurekaAppClaim:
+			return &v1alpha1.EurekaAppClaimList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: claims}
 		}
 		tb.Fatalf("informerCache: no objects of %T", obj)
 		return nil
@@ -165,7 +171,7 @@ func informerCache(tb testing.TB, scheme *runtime.Scheme, namespaces []corev1.Na
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
-	for _, obj := range []client.Object{&corev1.Namespace{}, &v1alpha1.EurekaSyncer{}} {
+	for _, obj := range []client.Object{&corev1.Namespace{}, &v1alpha1.EurekaSyncer{}, &v1alpha1.EurekaAppPolicy{}, &v1alpha1.EurekaAppClaim{}} {
 		if _, err := c.GetInformer(ctx, obj); err != nil {
 			tb.Fatal(err)
 		}

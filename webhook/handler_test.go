@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/ownership"
 )
 
 // newTestWebhook serves the handler the way the manager does, over HTTP,
@@ -237,18 +238,23 @@ func FuzzHandler(f *testing.F) {
 // BenchmarkHandler measures the webhook server's work for the realistic
 // pod (springPod, the bench's benchPod): the AdmissionReview decoded by
 // controller-runtime, the namespace and syncers read from an informer cache
-// as in the manager, Inject, the patch and the encoded answer.
+// as in the manager, Inject, the app's ownership checked against the
+// policies and the claim in that cache (the app claimed already by the
+// pod's namespace, as after the first pod), the patch and the encoded
+// answer.
 func BenchmarkHandler(b *testing.B) {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = v1alpha1.AddToScheme(scheme)
 	reader := informerCache(b, scheme,
 		[]corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: enabledNamespace().Labels}}},
-		[]v1alpha1.EurekaSyncer{syncer("orders", time.Hour)})
+		[]v1alpha1.EurekaSyncer{syncer("orders", time.Hour)},
+		*ownership.NewClaim("orders", "shop"))
 	logger := logrus.New()
 	logger.SetOutput(io.Discard)
 	benchmarkWebhook(b, NewHandler(Options{
 		Reader: reader, Defaults: testDefaults, ExcludedNamespaces: []string{"eurekube-system", "kube-system"}, Logger: logger,
+		Ownership: &ownership.Checker{Reader: reader},
 	}))
 }
 
