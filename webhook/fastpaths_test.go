@@ -1,6 +1,8 @@
 package webhook
 
 import (
+	"bytes"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -161,5 +163,20 @@ func TestInjectedAppName_IsInjectedSettingsApp(t *testing.T) {
 	}
 	if app, ok := injectedAppName(injected); !ok || app != "ORDERS" {
 		t.Fatalf("injectedAppName = %q, %v: want ORDERS", app, ok)
+	}
+}
+
+// encodeValue writes every string as json.Marshal does, the ones it
+// quotes itself and the ones it leaves to the encoder.
+func TestEncodeValue_StringsAreTheirJSON(t *testing.T) {
+	for _, s := range []string{"", "add", "/metadata/annotations/eurekube.io~1status", "a b", "a<b", "a&b", `say "hi"`, `back\slash`, "tab\t", "naïve", "\x7f", "\u2028"} {
+		var buf bytes.Buffer
+		if err := encodeValue(&buf, json.NewEncoder(&buf), s); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(s)
+		if got := bytes.TrimSuffix(buf.Bytes(), []byte("\n")); !bytes.Equal(got, want) {
+			t.Errorf("encodeValue(%q) = %s, json.Marshal: %s", s, got, want)
+		}
 	}
 }

@@ -220,16 +220,16 @@ func encodePatch(ops []jsonpatch.Operation) ([]byte, error) {
 			buf.WriteByte(',')
 		}
 		buf.WriteString(`{"op":`)
-		if err := enc.Encode(op.Operation); err != nil {
+		if err := encodeValue(buf, enc, op.Operation); err != nil {
 			return nil, err
 		}
 		buf.WriteString(`,"path":`)
-		if err := enc.Encode(op.Path); err != nil {
+		if err := encodeValue(buf, enc, op.Path); err != nil {
 			return nil, err
 		}
 		if op.Operation != "remove" {
 			buf.WriteString(`,"value":`)
-			if err := enc.Encode(op.Value); err != nil {
+			if err := encodeValue(buf, enc, op.Value); err != nil {
 				return nil, fmt.Errorf("%s: %w", op.Path, err)
 			}
 		}
@@ -237,6 +237,31 @@ func encodePatch(ops []jsonpatch.Operation) ([]byte, error) {
 	}
 	buf.WriteByte(']')
 	return buf.Bytes(), nil
+}
+
+// encodeValue writes v as JSON through enc, which writes to buf; a string
+// of plain characters (printable ASCII but for what JSON or enc would
+// escape: '"', '\\', '<', '>', '&'), as the operations, paths and
+// annotations of a patch mostly are, it quotes itself, as enc would.
+func encodeValue(buf *bytes.Buffer, enc *json.Encoder, v any) error {
+	if s, ok := v.(string); ok && plainJSONString(s) {
+		buf.WriteByte('"')
+		buf.WriteString(s)
+		buf.WriteByte('"')
+		return nil
+	}
+	return enc.Encode(v)
+}
+
+// plainJSONString is true when s needs no escaping in JSON, HTML-safe
+// (json.Encoder's default).
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // ApplyPatch applies ops to the JSON object raw as the API server applies
