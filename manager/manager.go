@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"slices"
 
 	"github.com/go-logr/logr"
@@ -43,10 +44,26 @@ func NewScheme() (*runtime.Scheme, error) {
 	return s, nil
 }
 
+// defaultGCPercent is the manager's GOGC when its environment sets none.
+// Most of its heap is live for good: the informer caches (every pod of
+// the cluster, trimmed) and the decoded Eureka registry. At Go's default
+// of 100 the heap grows to twice that before each collection, and the
+// runtime keeps those pages resident: 448 MiB of RSS for a 244 MiB heap
+// with 1,000 syncers and 20,000 pods (`make bench`). At 50 it grows by
+// half; the collections this adds cost little of the manager's CPU,
+// which goes mostly to decoding. A default GOMEMLIMIT would not do: the
+// manager cannot know its container's limit, and a limit below the live
+// heap makes the collector run without pause. GOGC and GOMEMLIMIT in the
+// environment still apply.
+const defaultGCPercent = 50
+
 // Run starts the manager and blocks until ctx ends or a part of it fails.
 func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGCPercent)
 	}
 	out := cfg.LogOutput
 	if out == nil {
