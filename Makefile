@@ -20,10 +20,11 @@ export EUREKUBE_CACHE := $(CACHE)
 ARTIFACTS := KUBEBUILDER_ASSETS=$$(tests/tools/envtest/build.sh); \
 	EUREKUBE_EUREKA_JAR=$$(tests/eureka-server/build.sh); \
 	EUREKUBE_SPRING_CLIENT_JAR=$$(tests/spring-client/build.sh); \
+	EUREKUBE_SPRING_K8S_CLIENT_JAR=$$(tests/spring-k8s-client/build.sh); \
 	EUREKUBE_SPRING_BOOT_ADMIN_JAR=$$(tests/spring-boot-admin/build.sh); \
 	EUREKUBE_CERT_MANAGER=$$(tests/tools/certmanager/build.sh); \
 	EUREKUBE_COREDNS=$$(tests/tools/coredns/build.sh); \
-	export KUBEBUILDER_ASSETS EUREKUBE_EUREKA_JAR EUREKUBE_SPRING_CLIENT_JAR EUREKUBE_SPRING_BOOT_ADMIN_JAR EUREKUBE_CERT_MANAGER EUREKUBE_COREDNS
+	export KUBEBUILDER_ASSETS EUREKUBE_EUREKA_JAR EUREKUBE_SPRING_CLIENT_JAR EUREKUBE_SPRING_K8S_CLIENT_JAR EUREKUBE_SPRING_BOOT_ADMIN_JAR EUREKUBE_CERT_MANAGER EUREKUBE_COREDNS
 # What only the tests use: Helm (the chart's tests) and promtool (the
 # alerts' tests), each built from its Go module.
 TEST_TOOLS := EUREKUBE_HELM=$$(tests/tools/helm/build.sh); \
