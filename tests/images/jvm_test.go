@@ -23,16 +23,22 @@ func TestJVMArchive_JavaRunsFromTheImagesOwnFiles(t *testing.T) {
 		t.Skip("no jlink: install a JDK 17+ (make deps)")
 	}
 	dir := t.TempDir()
+	// The runtime and archive are cached where the suites cache what they
+	// build, so jlink runs once per JDK, not in every run.
+	cache := dir
+	if c := os.Getenv("EUREKUBE_CACHE"); c != "" {
+		cache = filepath.Join(c, "images-test")
+	}
 	jar := filepath.Join(dir, "app.jar")
 	if err := os.WriteFile(jar, []byte("not a jar"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	app := images.JVMApp{Name: "jvm-test", Jar: jar, Modules: []string{"java.base"}, Ports: []int{8080}}
-	a, err := images.JVMArchive(app, testTag, dir)
+	a, err := images.JVMArchive(app, testTag, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := images.JVMArchive(app, testTag, dir)
+	again, err := images.JVMArchive(app, testTag, cache)
 	if err != nil || again.Path != a.Path {
 		t.Fatalf("a second build wrote %s (%v), want the cached %s", again.Path, err, a.Path)
 	}
