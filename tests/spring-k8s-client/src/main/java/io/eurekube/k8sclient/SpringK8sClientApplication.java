@@ -17,6 +17,7 @@ import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.cloud.client.ServiceInstance;
 import org.springframework.cloud.client.discovery.DiscoveryClient;
+import org.springframework.cloud.client.discovery.composite.CompositeDiscoveryClient;
 import org.springframework.cloud.client.loadbalancer.LoadBalanced;
 import org.springframework.context.annotation.Bean;
 import org.springframework.http.client.SimpleClientHttpRequestFactory;
@@ -106,7 +107,11 @@ public class SpringK8sClientApplication implements CommandLineRunner {
         List<Map<String, Object>> instances = discoveryClient.getInstances(service).stream()
                 .map(SpringK8sClientApplication::describe)
                 .toList();
-        return Map.of("client", discoveryClient.description(), "services", services, "instances", instances);
+        // The composite Spring Cloud puts in front: name the clients it asks.
+        String client = discoveryClient instanceof CompositeDiscoveryClient composite
+                ? String.join(", ", composite.getDiscoveryClients().stream().map(DiscoveryClient::description).toList())
+                : discoveryClient.description();
+        return Map.of("client", client, "services", services, "instances", instances);
     }
 
     private static Map<String, Object> describe(ServiceInstance in) {
