@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -320,4 +321,247 @@ func TestImport_PutsBackItsServiceChangedByHand(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// newPatternImport makes a pattern import: one import per matching app.
+func newPatternImport(t *testing.T, ns, name, pattern string) *v1alpha1.EurekaImport {
+	t.Helper()
+	imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: v1alpha1.EurekaImportSpec{App: pattern}}
+	if err := k8s.Create(context.Background(), imp); err != nil {
+		t.Fatal(err)
+	}
+	return imp
+}
+
+// patternImports are the names of the imports of ns that parent controls.
+func patternImports(ns string, parent *v1alpha1.EurekaImport) ([]string, error) {
+	var list v1alpha1.EurekaImportList
+	if err := k8s.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := range list.Items {
+		if metav1.IsControlledBy(&list.Items[i], parent) {
+			out = append(out, list.Items[i].Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func wantPatternImports(ns string, parent *v1alpha1.EurekaImport, want ...string) func() error {
+	return func() error {
+		got, err := patternImports(ns, parent)
+		if err != nil {
+			return err
+		}
+		sort.Strings(want)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("imports %v, want %v", got, want)
+		}
+		return nil
+	}
+}
+
+func serviceGone(ns, name string) func() error {
+	return func() error {
+		var svc corev1.Service
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &svc); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Service %s: %v", name, err)
+		}
+		return nil
+	}
+}
+
+func TestImport_APatternImportsEachMatchingAppAsItsOwnService(t *testing.T) {
+	ns := newNamespace(t)
+	c := directClient(t, server.URL())
+	sfx := strings.ToUpper(ns[len(ns)-5:])
+	billing, ledger, stock, other := "PAT"+sfx+"-BILLING", "PAT"+sfx+"-LEDGER", "PAT"+sfx+"-STOCK", "OTHER"+sfx+"-PAYMENTS"
+	vm(t, c, billing, "vm-1:billing:8080", "10.24.0.1", eureka.StatusUp, "")
+	vm(t, c, billing, "vm-2:billing:8080", "10.24.0.2", eureka.StatusDown, "")
+	vm(t, c, ledger, "vm-1:ledger:8080", "10.24.1.1", eureka.StatusUp, "")
+	vm(t, c, other, "vm-1:payments:8080", "10.24.2.1", eureka.StatusUp, "")
+	// An app only this cluster's pods register is not imported: they have
+	// a Service.
+	own := "PAT" + sfx + "-OWN"
+	s := newSyncer(t, ns, "own", "http://"+proxy.Addr()+"/eureka")
+	s.Spec.AppName = own
+	mine := register(t, c, s, newPod(t, ns, "own", "own-1", true, "10.0.32.1"))
+	t.Cleanup(func() { _ = c.Cancel(context.Background(), mine.App, mine.InstanceID) })
+
+	parent := newPatternImport(t, ns, "pat", "pat"+strings.ToLower(sfx)+"-*")
+	billingSvc, ledgerSvc, stockSvc := strings.ToLower(billing), strings.ToLower(ledger), strings.ToLower(stock)
+	harness.Eventually(t, patience, "one import per matching app, none for the others", wantPatternImports(ns, parent, billingSvc, ledgerSvc))
+	harness.Eventually(t, patience, "billing's instances as endpoints", wantEndpoints(ns, billingSvc, map[string]bool{"10.24.0.1": true, "10.24.0.2": false}))
+	harness.Eventually(t, patience, "ledger's instance as endpoint", wantEndpoints(ns, ledgerSvc, map[string]bool{"10.24.1.1": true}))
+	for _, name := range []string{strings.ToLower(other), strings.ToLower(own)} {
+		if err := serviceGone(ns, name)(); err != nil {
+			t.Errorf("an app the pattern does not import has a Service: %v", err)
+		}
+	}
+	var child v1alpha1.EurekaImport
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: billingSvc}, &child); err != nil {
+		t.Fatal(err)
+	}
+	if child.Spec.App != billing || child.Spec.Service.Name != "" || child.Labels[v1alpha1.ImportPatternLabel] != parent.Name {
+		t.Errorf("billing's import: app %q, service %q, labels %v", child.Spec.App, child.Spec.Service.Name, child.Labels)
+	}
+	harness.Eventually(t, patience, "the pattern's status sums up its imports", func() error {
+		cond, got, err := importCondition(parent, v1alpha1.ConditionSynced)
+		if err != nil {
+			return err
+		}
+		if cond == nil || cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "2 apps imported: "+billing+", "+ledger) {
+			return fmt.Errorf("Synced %+v", cond)
+		}
+		if p := got.Status.Pattern; p == nil || fmt.Sprint(p.Apps) != fmt.Sprint([]string{billing, ledger}) || len(p.Skipped) > 0 {
+			return fmt.Errorf("status.pattern %+v", p)
+		}
+		if got.Status.ServiceName != "2 Services" || got.Status.Endpoints != "2/3" {
+			return fmt.Errorf("serviceName %q, endpoints %q", got.Status.ServiceName, got.Status.Endpoints)
+		}
+		return nil
+	})
+	harness.Eventually(t, patience, "kubectl get eimp: the pattern as APP, the Services counted", func() error {
+		out, err := exec.Command("kubectl", "--kubeconfig", cp.Kubeconfig, "get", "eimp", parent.Name, "-n", ns, "--no-headers").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		if got, want := strings.Join(strings.Fields(string(out)), " "), fmt.Sprintf("pat PAT%s-* 2 Services 2/3 ", sfx); !strings.HasPrefix(got, want) {
+			return fmt.Errorf("%q, want prefix %q", got, want)
+		}
+		return nil
+	})
+
+	// An app registered later is imported within a read.
+	vm(t, c, stock, "vm-1:stock:8080", "10.24.3.1", eureka.StatusUp, "")
+	harness.Eventually(t, patience, "the new app's import", wantPatternImports(ns, parent, billingSvc, ledgerSvc, stockSvc))
+	harness.Eventually(t, patience, "the new app's endpoint", wantEndpoints(ns, stockSvc, map[string]bool{"10.24.3.1": true}))
+
+	// An app that leaves Eureka loses its import, and so its Service.
+	if err := c.Cancel(context.Background(), ledger, "vm-1:ledger:8080"); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "ledger's import gone", wantPatternImports(ns, parent, billingSvc, stockSvc))
+	harness.Eventually(t, patience, "ledger's Service gone", serviceGone(ns, ledgerSvc))
+
+	// Deleting the pattern removes every app's import and Service.
+	if err := k8s.Delete(context.Background(), parent); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the pattern, its imports and their Services gone", func() error {
+		if _, _, err := importCondition(parent, v1alpha1.ConditionSynced); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pattern import still there: %v", err)
+		}
+		if err := wantPatternImports(ns, parent)(); err != nil {
+			return err
+		}
+		for _, name := range []string{billingSvc, stockSvc} {
+			if err := serviceGone(ns, name)(); err != nil {
+				return err
+			}
+			if eps, _, err := importedEndpoints(ns, name); err != nil || len(eps) > 0 {
+				return fmt.Errorf("slices of %s left: %v %v", name, eps, err)
+			}
+		}
+		return nil
+	})
+}
+
+func TestImport_APatternLeavesAnImportItDoesNotControlAlone(t *testing.T) {
+	ns := newNamespace(t)
+	c := directClient(t, server.URL())
+	sfx := strings.ToUpper(ns[len(ns)-5:])
+	billing, ledger, batch := "PAT"+sfx+"-BILLING", "PAT"+sfx+"-LEDGER", "PAT"+sfx+"_BATCH"
+	vm(t, c, billing, "vm-1:billing:8080", "10.25.0.1", eureka.StatusUp, "")
+	vm(t, c, ledger, "vm-1:ledger:8080", "10.25.1.1", eureka.StatusUp, "")
+	// An app whose name is no Service name: skipped, and named.
+	vm(t, c, batch, "vm-1:batch:8080", "10.25.2.1", eureka.StatusUp, "")
+	// A team's own import of billing, under the name the pattern would use.
+	theirs := newImport(t, ns, billing, func(spec *v1alpha1.EurekaImportSpec) { spec.Service.Name = "billing-mine" })
+	harness.Eventually(t, patience, "their import's Service", wantEndpoints(ns, "billing-mine", map[string]bool{"10.25.0.1": true}))
+
+	parent := newPatternImport(t, ns, "pat", "PAT"+sfx+"*")
+	harness.Eventually(t, patience, "ledger imported; billing's name taken and batch's invalid, both named", func() error {
+		cond, got, err := importCondition(parent, v1alpha1.ConditionSynced)
+		if err != nil {
+			return err
+		}
+		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "PartlyImported" ||
+			!strings.Contains(cond.Message, "1 app imported: "+ledger) || !strings.Contains(cond.Message, billing) || !strings.Contains(cond.Message, batch) {
+			return fmt.Errorf("Synced %+v", cond)
+		}
+		p := got.Status.Pattern
+		if p == nil || fmt.Sprint(p.Imports) != fmt.Sprint([]string{strings.ToLower(ledger)}) || len(p.Skipped) != 2 {
+			return fmt.Errorf("status.pattern %+v", p)
+		}
+		reasons := map[string]string{}
+		for _, s := range p.Skipped {
+			reasons[s.App] = s.Reason + ": " + s.Message
+		}
+		if !strings.HasPrefix(reasons[billing], v1alpha1.ReasonImportNotOwned+": EurekaImport "+theirs.Name) ||
+			!strings.HasPrefix(reasons[batch], v1alpha1.ReasonInvalidName) {
+			return fmt.Errorf("skipped %v", reasons)
+		}
+		return nil
+	})
+	harness.Eventually(t, patience, "ledger's endpoint", wantEndpoints(ns, strings.ToLower(ledger), map[string]bool{"10.25.1.1": true}))
+
+	check := func() {
+		t.Helper()
+		var got v1alpha1.EurekaImport
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(theirs), &got); err != nil {
+			t.Fatalf("their import: %v", err)
+		}
+		if len(got.OwnerReferences) > 0 || len(got.Labels) > 0 || got.Spec.Service.Name != "billing-mine" || !got.DeletionTimestamp.IsZero() {
+			t.Errorf("their import changed: %+v", got.ObjectMeta)
+		}
+	}
+	check()
+	if err := k8s.Delete(context.Background(), parent); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the pattern and ledger's Service gone", func() error {
+		if _, _, err := importCondition(parent, v1alpha1.ConditionSynced); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pattern import still there: %v", err)
+		}
+		return serviceGone(ns, strings.ToLower(ledger))()
+	})
+	check()
+	if err := wantEndpoints(ns, "billing-mine", map[string]bool{"10.25.0.1": true})(); err != nil {
+		t.Errorf("their Service: %v", err)
+	}
+}
+
+func TestImport_TheCRDTakesPatternsWithoutAServiceName(t *testing.T) {
+	ns := newNamespace(t)
+	create := func(name, app, service string) error {
+		return k8s.Create(context.Background(), &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: v1alpha1.EurekaImportSpec{App: app, Service: v1alpha1.ImportService{Name: service}}})
+	}
+	// Patterns no app of the suite's Eureka matches.
+	for n, app := range []string{"*-NOMATCH", "NOMATCH_*", "*.nomatch", "nomatch-*-eu"} {
+		if err := create(fmt.Sprintf("ok-%d", n), app, ""); err != nil {
+			t.Errorf("pattern %s refused: %v", app, err)
+		}
+	}
+	if err := create("named", "PAY*", "payments"); err == nil || !strings.Contains(err.Error(), "leave service.name unset") {
+		t.Errorf("a pattern with service.name: %v", err)
+	}
+	// The single import's rules stand.
+	if err := create("odd", "PAY_OLD", ""); err == nil || !strings.Contains(err.Error(), "not a valid Service name") {
+		t.Errorf("an app without a Service name: %v", err)
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var imp v1alpha1.EurekaImport
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "ok-1"}, &imp); err != nil {
+			return err
+		}
+		imp.Spec.App = "PAY*"
+		return k8s.Update(context.Background(), &imp)
+	})
+	if err == nil || !strings.Contains(err.Error(), "app cannot change") {
+		t.Errorf("a pattern changed: %v", err)
+	}
 }

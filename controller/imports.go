@@ -74,6 +74,9 @@ func setupImports(mgr manager.Manager, r *Reconciler) error {
 		// put back.
 		Owns(&corev1.Service{}).
 		Owns(&discoveryv1.EndpointSlice{}).
+		// A pattern import's imports, one per app: their statuses make
+		// its own (import_pattern.go).
+		Owns(&v1alpha1.EurekaImport{}).
 		// Each read of an import's registry, whoever asked for it.
 		WatchesRawSource(follow.source()).
 		// As the syncers': a reconcile mostly waits for the API server.
@@ -94,6 +97,9 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			r.follow.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if imp.IsPattern() {
+		return r.reconcilePattern(ctx, &imp)
 	}
 	log := r.log.WithFields(map[string]any{"namespace": imp.Namespace, "import": imp.Name})
 	if !imp.DeletionTimestamp.IsZero() {

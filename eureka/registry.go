@@ -84,6 +84,18 @@ func (r *Registry) Instances(app string) []Instance {
 	return append([]Instance(nil), r.apps[strings.ToUpper(app)]...)
 }
 
+// Apps lists the apps the registry holds, upper-cased and sorted.
+func (r *Registry) Apps() []string {
+	out := make([]string, 0, len(r.apps))
+	for app, insts := range r.apps {
+		if len(insts) > 0 {
+			out = append(out, app)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // InstancesWithMetadata lists the instances of app whose metadata has every
 // key of match with the same value, as Client.InstancesWithMetadata does.
 func (r *Registry) InstancesWithMetadata(app string, match map[string]string) []Instance {

@@ -79,16 +79,22 @@ type ImportService struct {
 
 // EurekaImportSpec says which Eureka app becomes which Service.
 // +kubebuilder:validation:XValidation:rule="self.app == oldSelf.app",message="app cannot change: create another import (deleting this one removes the Service it made)",fieldPath=".app"
-// +kubebuilder:validation:XValidation:rule="(has(self.service) && has(self.service.name)) || (size(self.app) <= 63 && self.app.lowerAscii().matches('^[a-z]([-a-z0-9]*[a-z0-9])?$'))",message="the app's name lower-cased is not a valid Service name (a letter first, then letters, digits and '-', at most 63): set service.name",fieldPath=".service"
+// +kubebuilder:validation:XValidation:rule="(has(self.service) && has(self.service.name)) || self.app.contains('*') || (size(self.app) <= 63 && self.app.lowerAscii().matches('^[a-z]([-a-z0-9]*[a-z0-9])?$'))",message="the app's name lower-cased is not a valid Service name (a letter first, then letters, digits and '-', at most 63): set service.name",fieldPath=".service"
+// +kubebuilder:validation:XValidation:rule="!self.app.contains('*') || !has(self.service) || !has(self.service.name)",message="a pattern imports each matching app as a Service named after the app, lower-cased: leave service.name unset",fieldPath=".service.name"
 type EurekaImportSpec struct {
-	// App is the Eureka app to import (Eureka upper-cases it).
+	// App is the Eureka app to import (Eureka upper-cases it), or a
+	// pattern of apps: '*' stands for any run of characters (PAYMENTS-*,
+	// *-API, *), case-insensitive, as in an EurekaAppPolicy. A pattern
+	// keeps one EurekaImport of its own per matching app, named after the
+	// app lower-cased, in this namespace: see status.pattern.
 	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9*]([A-Za-z0-9._*-]*[A-Za-z0-9*])?$`
 	App string `json:"app"`
 	// Eureka names the servers to read, as a syncer's eureka block does.
 	// +optional
 	Eureka EurekaServers `json:"eureka,omitempty"`
-	// Service is the Service to keep.
+	// Service is the Service to keep; of a pattern, each app's (the name
+	// is the app's, lower-cased).
 	// +optional
 	Service ImportService `json:"service,omitempty"`
 	// IncludeThisCluster imports the instances this cluster's Eurekube
@@ -103,13 +109,15 @@ type EurekaImportStatus struct {
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// App is the upper-cased app name.
+	// App is the upper-cased app name (of a pattern import, the pattern).
 	// +optional
 	App string `json:"app,omitempty"`
-	// ServiceName is the Service kept.
+	// ServiceName is the Service kept (of a pattern import, how many its
+	// apps' imports keep, such as "3 Services").
 	// +optional
 	ServiceName string `json:"serviceName,omitempty"`
-	// Endpoints is ready/total endpoints, such as 2/3.
+	// Endpoints is ready/total endpoints, such as 2/3 (of a pattern
+	// import, of all its apps' imports).
 	// +optional
 	Endpoints string `json:"endpoints,omitempty"`
 	// ReadyEndpoints counts the endpoints ready (instances UP).
@@ -121,11 +129,48 @@ type EurekaImportStatus struct {
 	// LastSyncTime is when the endpoints last matched a registry read.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
-	// Conditions: Synced, EurekaReachable, ServiceOwned, Permitted.
+	// Conditions: Synced, EurekaReachable, ServiceOwned, Permitted. Of a
+	// pattern: Synced, EurekaReachable and Permitted, summing up its
+	// apps' imports.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Pattern is what a pattern import (spec.app with '*') found and
+	// keeps. Then serviceName counts the Services, and the endpoints are
+	// those of every app's import.
+	// +optional
+	Pattern *ImportPatternStatus `json:"pattern,omitempty"`
+}
+
+// ImportPatternStatus is what a pattern import found in Eureka and keeps.
+type ImportPatternStatus struct {
+	// Apps are the Eureka apps the pattern matches (upper-cased, sorted):
+	// those with instances to import (unless includeThisCluster, an app
+	// only this cluster's pods register is not one).
+	// +optional
+	Apps []string `json:"apps,omitempty"`
+	// Imports are the EurekaImports kept, one per app, each with its own
+	// status: its Service, endpoints, and whether the app is permitted.
+	// +optional
+	Imports []string `json:"imports,omitempty"`
+	// Skipped are the matching apps that have no import of the pattern,
+	// and why.
+	// +optional
+	Skipped []SkippedApp `json:"skipped,omitempty"`
+}
+
+// SkippedApp is an app a pattern matches but does not import.
+type SkippedApp struct {
+	// App is the Eureka app.
+	App string `json:"app"`
+	// Reason: InvalidName (the app lower-cased is no valid Service name)
+	// or ImportNotOwned (an EurekaImport of its name is not the
+	// pattern's).
+	Reason string `json:"reason"`
+	// Message says more.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // EurekaImport keeps a selector-less Service of its namespace whose
@@ -163,6 +208,23 @@ type EurekaImportList struct {
 
 // DefaultImportPort is the Service port of an import that names none.
 const DefaultImportPort = 80
+
+// ImportPatternLabel names, on an import a pattern import keeps, the
+// pattern import (its name, or for one longer than a label value allows,
+// a shortened name with a hash).
+const ImportPatternLabel = "eurekube.io/import-pattern"
+
+// Reasons of an app a pattern skips (SkippedApp).
+const (
+	// ReasonInvalidName: the app lower-cased is not a valid Service name.
+	ReasonInvalidName = "InvalidName"
+	// ReasonImportNotOwned: an EurekaImport of the app's name exists that
+	// the pattern import does not control; it is left alone.
+	ReasonImportNotOwned = "ImportNotOwned"
+)
+
+// IsPattern is true when spec.app is a pattern of apps.
+func (i *EurekaImport) IsPattern() bool { return strings.Contains(i.Spec.App, "*") }
 
 // EffectiveApp is spec.app upper-cased, as Eureka stores it.
 func (i *EurekaImport) EffectiveApp() string { return strings.ToUpper(i.Spec.App) }

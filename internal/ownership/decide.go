@@ -139,15 +139,23 @@ func (v Verdict) RefuseElsewhere(elsewhere string) Verdict {
 
 // Names is true when one of the policy's app patterns matches app.
 func Names(p *v1alpha1.EurekaAppPolicy, app string) bool {
-	app = strings.ToUpper(app)
 	for _, pattern := range p.Spec.Apps {
-		// The CRD allows letters, digits, '.', '_', '-' and '*' only, so
-		// path.Match's other metacharacters never occur.
-		if ok, err := path.Match(strings.ToUpper(pattern), app); err == nil && ok {
+		if AppMatches(pattern, app) {
 			return true
 		}
 	}
 	return false
+}
+
+// AppMatches is true when the app pattern matches app: '*' stands for any
+// run of characters, and case does not matter, as Eureka upper-cases app
+// names. The one rule for app patterns: an EurekaAppPolicy's apps and an
+// EurekaImport's pattern.
+func AppMatches(pattern, app string) bool {
+	// The CRDs allow letters, digits, '.', '_', '-' and '*' only, so
+	// path.Match's other metacharacters never occur.
+	ok, err := path.Match(strings.ToUpper(pattern), strings.ToUpper(app))
+	return err == nil && ok
 }
 
 // Selects is true when the policy grants its apps to namespace ns, by
