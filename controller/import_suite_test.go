@@ -565,3 +565,53 @@ func TestImport_TheCRDTakesPatternsWithoutAServiceName(t *testing.T) {
 		t.Errorf("a pattern changed: %v", err)
 	}
 }
+
+func TestImport_APatternCountsTheAppsThePolicyRefuses(t *testing.T) {
+	ns := newNamespace(t)
+	ctx := context.Background()
+	harness.SuspendSharedApps(ctx, t, k8s)
+	c := directClient(t, server.URL())
+	sfx := strings.ToUpper(ns[len(ns)-5:])
+	billing, treasury := "PAT"+sfx+"-BILLING", "PAT"+sfx+"-TREASURY"
+	vm(t, c, billing, "vm-1:billing:8080", "10.26.0.1", eureka.StatusUp, "")
+	vm(t, c, treasury, "vm-1:treasury:8080", "10.26.1.1", eureka.StatusUp, "")
+	// The platform grants treasury to another namespace only.
+	policy := &v1alpha1.EurekaAppPolicy{ObjectMeta: metav1.ObjectMeta{Name: "treasury-" + strings.ToLower(sfx)},
+		Spec: v1alpha1.EurekaAppPolicySpec{Apps: []string{treasury}, Namespaces: []string{"finance"}}}
+	if err := k8s.Create(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), policy) })
+
+	parent := newPatternImport(t, ns, "pat", "PAT"+sfx+"-*")
+	treasuryImport := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.ToLower(treasury)}}
+	harness.Eventually(t, patience, "treasury's own import refused by name", func() error {
+		cond, _, err := importCondition(treasuryImport, v1alpha1.ConditionPermitted)
+		if err != nil {
+			return err
+		}
+		if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, policy.Name) {
+			return fmt.Errorf("Permitted %+v", cond)
+		}
+		return nil
+	})
+	harness.Eventually(t, patience, "billing imported", wantEndpoints(ns, strings.ToLower(billing), map[string]bool{"10.26.0.1": true}))
+	if err := serviceGone(ns, strings.ToLower(treasury))(); err != nil {
+		t.Errorf("a refused app has a Service: %v", err)
+	}
+	harness.Eventually(t, patience, "the pattern counts the refused app", func() error {
+		permitted, got, err := importCondition(parent, v1alpha1.ConditionPermitted)
+		if err != nil {
+			return err
+		}
+		synced := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSynced)
+		if permitted == nil || permitted.Status != metav1.ConditionFalse || !strings.Contains(permitted.Message, treasury) {
+			return fmt.Errorf("Permitted %+v", permitted)
+		}
+		if synced == nil || synced.Status != metav1.ConditionFalse ||
+			!strings.Contains(synced.Message, "1 app imported: "+billing+"; 1 refused by the policy: "+treasury) {
+			return fmt.Errorf("Synced %+v", synced)
+		}
+		return nil
+	})
+}
