@@ -492,6 +492,11 @@ func evaluateImport(t importTarget, now time.Time) Finding {
 		f.Detail = said(synced)
 		f.Fix = fmt.Sprintf("the message says what the manager saw: an app Eureka does not list yet (check spec.app), or instances that enable none of the Service's ports (spec.service.ports[].instancePort); kubectl -n %s describe eimp %s", imp.Namespace, imp.Name)
 		return f
+	case imp.IsPattern():
+		// A pattern of apps: each app's import, checked on its own, has
+		// the Service.
+		f.Verdict, f.Detail = Pass, fmt.Sprintf("%s: pattern %s: %s, %s endpoint(s) ready", name, imp.EffectiveApp(), cmpOr(imp.Status.ServiceName, "no Service"), cmpOr(imp.Status.Endpoints, "0/0"))
+		return f
 	case t.service == nil:
 		f.Detail = fmt.Sprintf("%s: Service %s/%s not found, though the import is Synced", name, imp.Namespace, svcName)
 		f.Fix = "the manager makes it again at its next resync; if it stays missing, read the manager's logs"

@@ -197,6 +197,11 @@ func importFindings(ctx context.Context, c client.Reader, now time.Time) []Findi
 		if imp.DeletionTimestamp != nil {
 			continue
 		}
+		if imp.IsPattern() {
+			// Its Services are its apps' imports', listed on their own.
+			targets = append(targets, importTarget{imp: imp})
+			continue
+		}
 		t := importTarget{imp: imp, service: &corev1.Service{}}
 		name := cmpOr(imp.Status.ServiceName, imp.EffectiveServiceName())
 		ok, err := get(ctx, c, client.ObjectKey{Namespace: imp.Namespace, Name: name}, t.service)

@@ -271,4 +271,14 @@ func TestCheckImports_EachFalseConditionFailsWithItsMessage(t *testing.T) {
 	noneReady := with()
 	noneReady.Status.Endpoints, noneReady.Status.ReadyEndpoints = "0/3", 0
 	expect(t, evaluateImport(importTarget{imp: noneReady, service: owned}, now), Warn, "no instance of PAYMENTS is UP")
+
+	// A pattern of apps has no Service of its own: its apps' imports do.
+	pattern := with()
+	pattern.Spec.App, pattern.Status.ServiceName, pattern.Status.Endpoints = "PAYMENTS-*", "2 Services", "3/4"
+	expect(t, evaluateImport(importTarget{imp: pattern}, now), Pass, "shop/payments: pattern PAYMENTS-*: 2 Services, 3/4 endpoint(s) ready")
+	expect(t, evaluateImport(importTarget{imp: func() *v1alpha1.EurekaImport {
+		p := pattern.DeepCopy()
+		meta.SetStatusCondition(&p.Status.Conditions, cond(v1alpha1.ConditionSynced, metav1.ConditionFalse, "PartlyImported", "1 of 2 apps matching PAYMENTS-*"))
+		return p
+	}()}, now), Fail, "PartlyImported: 1 of 2 apps")
 }
