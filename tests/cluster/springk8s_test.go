@@ -40,11 +40,12 @@ import (
 // of that namespace with nothing but its service account, allowed by a
 // Role to get, list and watch services, endpoints and endpointslices
 // there, as docs/operations.md tells users to grant. Its @LoadBalanced
-// RestClient calls http://tariffs/ ten times a second: Spring Cloud
-// LoadBalancer asks Spring Cloud Kubernetes for the service id tariffs,
-// which finds the Service by name through the API server; the cluster's
-// DNS and kube-proxy route each call to an endpoint of the import's
-// slices. A second VM joins and answers too. No call fails.
+// RestClient calls http://tariffs/ ten times a second, each call on a new
+// connection: Spring Cloud LoadBalancer asks Spring Cloud Kubernetes for
+// the service id tariffs, which finds the Service by name through the API
+// server; the cluster's DNS and kube-proxy route each call to an endpoint
+// of the import's slices. A second VM joins and answers too. No call
+// fails.
 //
 // The app's DiscoveryClient lists the Service by name as well; the
 // instances it reports for it are logged, not asserted: Spring Cloud
@@ -180,8 +181,13 @@ func startSpringK8sClient(t *testing.T, ns, image, service string) *springK8sCli
 			ct.Args = []string{"--eurekube.client.service=" + service, "--eurekube.client.interval-ms=100",
 				"--spring.cloud.kubernetes.loadbalancer.cluster-domain=" + node.ClusterDomain}
 			// The JVM flags of the suite's other Spring apps: a quick start
-			// on two busy cores.
-			ct.Env = []corev1.EnvVar{{Name: "JAVA_TOOL_OPTIONS", Value: "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss512k -Xmx256m"}}
+			// on two busy cores. And a new connection for each call, as the
+			// import story's caller makes: kube-proxy balances connections,
+			// and a kept-alive one (the VMs' Tomcat closes it after 100
+			// requests) would leave a second VM uncalled for a while. Only
+			// the app's RestClient uses the JDK's HttpURLConnection; the
+			// Kubernetes client keeps its connections.
+			ct.Env = []corev1.EnvVar{{Name: "JAVA_TOOL_OPTIONS", Value: "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss512k -Xmx256m -Dhttp.keepAlive=false"}}
 			ct.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
 				HTTPGet: &corev1.HTTPGetAction{Path: "/stats", Port: intstr.FromString(builders.PortName)}}}
 		})
