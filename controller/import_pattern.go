@@ -416,8 +416,10 @@ func (r *importReconciler) reconcilePattern(ctx context.Context, imp *v1alpha1.E
 func (r *importReconciler) removePattern(ctx context.Context, imp *v1alpha1.EurekaImport) (reconcile.Result, error) {
 	key := client.ObjectKeyFromObject(imp)
 	r.follow.forget(key)
+	// Read from the API server, not the cache: an import made by the
+	// pass before the deletion, and not cached yet, must not be missed.
 	var existing v1alpha1.EurekaImportList
-	if err := r.client.List(ctx, &existing, client.InNamespace(imp.Namespace)); err != nil {
+	if err := r.apiReader.List(ctx, &existing, client.InNamespace(imp.Namespace)); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list EurekaImports: %w", err)
 	}
 	left := 0

@@ -519,6 +519,28 @@ func TestImport_APatternLeavesAnImportItDoesNotControlAlone(t *testing.T) {
 		}
 	}
 	check()
+	// A change of the pattern's spec reaches its apps' imports, and only
+	// theirs.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(parent), parent); err != nil {
+			return err
+		}
+		parent.Spec.Service.Ports = []v1alpha1.ImportPort{{Name: "web", Port: 8081}}
+		return k8s.Update(context.Background(), parent)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "ledger's Service on the new port", func() error {
+		var svc corev1.Service
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: strings.ToLower(ledger)}, &svc); err != nil {
+			return err
+		}
+		if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "web" || svc.Spec.Ports[0].Port != 8081 {
+			return fmt.Errorf("ports %+v", svc.Spec.Ports)
+		}
+		return nil
+	})
+	check()
 	if err := k8s.Delete(context.Background(), parent); err != nil {
 		t.Fatal(err)
 	}
