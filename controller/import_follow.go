@@ -12,13 +12,16 @@ import (
 	"github.com/eurekube/eurekube/eureka"
 )
 
-// readFollowers has every import reconciled right after each read of the
-// registry it imports from, whoever asked for that read (a syncer's
-// reconcile, or another import's). The reads are shared (one per server
-// set per resync, clients.forSyncer), so without this an import would see
-// a read only at its own next resync: a status change could wait a read
-// period and then a resync period more before it reached the slices. With
-// it, a change reaches them within one registry read.
+// readFollowers has an import reconciled right after a read of the
+// registry it imports from changed its app, whoever asked for that read (a
+// syncer's reconcile, or another import's). The reads are shared (one per
+// server set per resync, clients.forSyncer), so without this an import
+// would see a read only at its own next resync: a status change could wait
+// a read period and then a resync period more before it reached the
+// slices. With it, a change reaches them within one registry read. An
+// import whose app a read left unchanged (eureka.AppState) waits for its
+// resync: a thousand imports cost a thousand reconciles per read only when
+// the read is a whole one.
 type readFollowers struct {
 	mu    sync.Mutex
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request] // nil until the controller starts
@@ -27,12 +30,21 @@ type readFollowers struct {
 	// is deleted, stops following the old ones.
 	byCache map[*eureka.RegistryCache]map[types.NamespacedName]struct{}
 	cacheOf map[types.NamespacedName]*eureka.RegistryCache
+	// seen: the app and its state as each import last applied it (saw);
+	// an import with none is queued after every read.
+	seen map[types.NamespacedName]seenApp
+}
+
+type seenApp struct {
+	app   string
+	state eureka.AppState
 }
 
 func newReadFollowers() *readFollowers {
 	return &readFollowers{
 		byCache: map[*eureka.RegistryCache]map[types.NamespacedName]struct{}{},
 		cacheOf: map[types.NamespacedName]*eureka.RegistryCache{},
+		seen:    map[types.NamespacedName]seenApp{},
 	}
 }
 
@@ -55,13 +67,14 @@ func (f *readFollowers) follow(cache *eureka.RegistryCache, key types.Namespaced
 			return
 		}
 		f.unfollow(old, key)
+		delete(f.seen, key) // another server set's state
 	}
 	f.cacheOf[key] = cache
 	keys, ok := f.byCache[cache]
 	if !ok {
 		keys = map[types.NamespacedName]struct{}{}
 		f.byCache[cache] = keys
-		cache.OnRead(func() { f.read(cache) })
+		cache.OnRead(func(reg *eureka.Registry, err error) { f.read(cache, reg, err) })
 	}
 	keys[key] = struct{}{}
 }
@@ -74,6 +87,15 @@ func (f *readFollowers) forget(key types.NamespacedName) {
 		f.unfollow(old, key)
 		delete(f.cacheOf, key)
 	}
+	delete(f.seen, key)
+}
+
+// saw records that key applied app as reg holds it: a later read that
+// leaves app as it is does not queue key.
+func (f *readFollowers) saw(key types.NamespacedName, app string, reg *eureka.Registry) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seen[key] = seenApp{app: app, state: reg.AppState(app)}
 }
 
 // unfollow drops key from cache's imports, and the cache once none is
@@ -87,14 +109,19 @@ func (f *readFollowers) unfollow(cache *eureka.RegistryCache, key types.Namespac
 	}
 }
 
-// read queues the imports of cache; the queue merges a key already queued.
-func (f *readFollowers) read(cache *eureka.RegistryCache) {
+// read queues the imports of cache whose app the read changed, and every
+// one after a failed read (they say Eureka is unreachable); the queue
+// merges a key already queued.
+func (f *readFollowers) read(cache *eureka.RegistryCache, reg *eureka.Registry, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.queue == nil {
 		return
 	}
 	for key := range f.byCache[cache] {
+		if seen, ok := f.seen[key]; ok && err == nil && reg.AppState(seen.app) == seen.state {
+			continue
+		}
 		f.queue.Add(reconcile.Request{NamespacedName: key})
 	}
 }

@@ -2,7 +2,11 @@ package controller
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,5 +67,85 @@ func TestReadFollowers_QueueTheImportsOfEachRead(t *testing.T) {
 	read(b)
 	if got := queued(); !slices.Equal(got, []string{"billing", "payments"}) {
 		t.Fatalf("a read of b queued %v, want billing and payments", got)
+	}
+}
+
+// TestReadFollowers_AReadThatLeavesTheAppAsItWasQueuesNothing: an import
+// that applied its app is queued by a later read only when that read
+// changed the app; a heartbeat-only read (an empty delta) queues nothing.
+func TestReadFollowers_AReadThatLeavesTheAppAsItWasQueuesNothing(t *testing.T) {
+	instance := func(action string) string {
+		return `{"instanceId":"orders-1","hostName":"10.0.0.1","app":"ORDERS","ipAddr":"10.0.0.1","status":"UP","overriddenStatus":"UNKNOWN",` +
+			`"port":{"$":8080,"@enabled":"true"},"securePort":{"$":443,"@enabled":"false"},` +
+			`"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},` +
+			`"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":90},"metadata":{},"vipAddress":"orders",` +
+			`"lastUpdatedTimestamp":"1","lastDirtyTimestamp":"1","actionType":"` + action + `"}`
+	}
+	apps := func(insts ...string) string {
+		list := ""
+		if len(insts) > 0 {
+			list = `{"name":"ORDERS","instance":[` + strings.Join(insts, ",") + `]}`
+		}
+		return `{"applications":{"versions__delta":"1","apps__hashcode":"UP_1_","application":[` + list + `]}}`
+	}
+	var delta atomic.Pointer[string]
+	empty := apps()
+	delta.Store(&empty)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/eureka/apps":
+			_, _ = w.Write([]byte(apps(instance("ADDED"))))
+		case "/eureka/apps/delta":
+			_, _ = w.Write([]byte(*delta.Load()))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	c, err := eureka.New(eureka.Options{URLs: []string{srv.URL + "/eureka"}, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := eureka.NewRegistryCache(c, 0) // every Registry call reads
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	f := newReadFollowers()
+	if err := f.source().Start(t.Context(), q); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: "shop", Name: "orders"}
+	f.follow(cache, key)
+	reg, err := cache.Registry(context.Background()) // whole: queued, it has applied nothing yet
+	if err != nil || len(reg.Instances("orders")) != 1 {
+		t.Fatalf("read: %v, %d instances", err, len(reg.Instances("orders")))
+	}
+	drain := func() int {
+		n := 0
+		for q.Len() > 0 {
+			req, _ := q.Get()
+			q.Done(req)
+			q.Forget(req)
+			n++
+		}
+		return n
+	}
+	if n := drain(); n != 1 {
+		t.Fatalf("the first read queued %d, want the import", n)
+	}
+	f.saw(key, "ORDERS", reg)
+	if _, err := cache.Registry(context.Background()); err != nil { // an empty delta
+		t.Fatal(err)
+	}
+	if n := drain(); n != 0 {
+		t.Fatalf("a read that changed nothing queued %d", n)
+	}
+	modified := apps(instance("MODIFIED"))
+	delta.Store(&modified)
+	if _, err := cache.Registry(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := drain(); n != 1 {
+		t.Fatalf("a read that changed ORDERS queued %d, want the import", n)
 	}
 }

@@ -179,6 +179,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return r.finishImport(ctx, &imp, before)
 	}
 	set(conditionServiceOwned, true, reasonServiceOwned, fmt.Sprintf("Service %s and its EndpointSlices are this import's", plan.service.Name))
+	r.follow.saw(req.NamespacedName, imp.EffectiveApp(), registry) // the slices hold this read of the app
 	st.ReadyEndpoints, st.TotalEndpoints = plan.ready, plan.total
 	setImportGauges(imp.Namespace, imp.Name, plan.ready, plan.total)
 	if written > 0 {

@@ -30,7 +30,7 @@ type RegistryCache struct {
 	good              *Registry
 	goodAt, lastWhole time.Time
 	// onRead are called after each read (OnRead).
-	onRead []func()
+	onRead []func(*Registry, error)
 }
 
 // Deltas: a read applies the server's recent changes to the last registry
@@ -89,7 +89,7 @@ func (rc *RegistryCache) Registry(ctx context.Context) (*Registry, error) {
 		followers := slices.Clone(rc.onRead)
 		rc.mu.Unlock()
 		for _, fn := range followers {
-			fn()
+			fn(read.registry, read.err)
 		}
 		return read, nil
 	})
@@ -102,12 +102,13 @@ func (rc *RegistryCache) Registry(ctx context.Context) (*Registry, error) {
 	}
 }
 
-// OnRead has fn called after each read of the registry ends, a failed one
-// too, once its outcome is what Registry returns: a reader that keeps its
+// OnRead has fn called with the outcome of each read of the registry, a
+// failed one too, once it is what Registry returns: a reader that keeps its
 // own copy of what the registry says (an import's EndpointSlices) can
 // follow every read, whoever asked for it, instead of waiting for its own
-// next turn. fn must not block; Registry called from it returns that read.
-func (rc *RegistryCache) OnRead(fn func()) {
+// next turn. fn runs inside the read, so it must not block, nor call
+// Registry: that would wait for the read it is part of.
+func (rc *RegistryCache) OnRead(fn func(*Registry, error)) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.onRead = append(rc.onRead, fn)

@@ -249,7 +249,7 @@ func TestRegistry_ListsAnAppsInstancesByMetadataCaseInsensitively(t *testing.T) 
 }
 
 func TestRegistryCache_ReadsOnlyTheChangesOnceItHasTheWholeRegistry(t *testing.T) {
-	f := newFakeRegistry(t, map[string][]string{"ORDERS": {"orders", "orders"}, "CART": {"cart"}})
+	f := newFakeRegistry(t, nil)
 	cache := newCache(t, f.url(), 50*time.Millisecond)
 	read := func() *eureka.Registry {
 		t.Helper()
@@ -260,11 +260,19 @@ func TestRegistryCache_ReadsOnlyTheChangesOnceItHasTheWholeRegistry(t *testing.T
 		}
 		return reg
 	}
-	read()
-	f.set(map[string][]string{"ORDERS": {"orders", "orders", "orders"}}, map[string]map[int]string{"ORDERS": {1: "MODIFIED", 2: "ADDED"}, "CART": {0: "DELETED"}})
+	f.set(map[string][]string{"ORDERS": {"orders", "orders"}, "CART": {"cart"}, "STOCK": {"stock"}}, nil)
+	first := read()
+	f.set(map[string][]string{"ORDERS": {"orders", "orders", "orders"}, "STOCK": {"stock"}}, map[string]map[int]string{"ORDERS": {1: "MODIFIED", 2: "ADDED"}, "CART": {0: "DELETED"}})
 	reg := read()
-	if reg.Len() != 3 || len(reg.Instances("orders")) != 3 || len(reg.Instances("cart")) != 0 {
-		t.Fatalf("after a delta: %d instances, orders %d, cart %d; want 3, 3, 0", reg.Len(), len(reg.Instances("orders")), len(reg.Instances("cart")))
+	// A delta changes the state of the apps it names, and only theirs.
+	if reg.AppState("orders") == first.AppState("orders") || reg.AppState("cart") == first.AppState("cart") {
+		t.Error("the apps the delta named keep their state")
+	}
+	if reg.AppState("stock") != first.AppState("STOCK") || reg.AppState("nowhere") != first.AppState("nowhere") {
+		t.Error("an app no delta named changed state")
+	}
+	if reg.Len() != 4 || len(reg.Instances("orders")) != 3 || len(reg.Instances("cart")) != 0 {
+		t.Fatalf("after a delta: %d instances, orders %d, cart %d; want 4, 3, 0", reg.Len(), len(reg.Instances("orders")), len(reg.Instances("cart")))
 	}
 	if w, d := f.wholeReads.Load(), f.deltaReads.Load(); w != 1 || d != 1 {
 		t.Fatalf("%d whole reads and %d delta reads, want 1 and 1", w, d)
@@ -363,20 +371,15 @@ func sortedIDs(insts []eureka.Instance) string {
 }
 
 // TestRegistryCache_OnReadFollowsEachReadOnce: a follower hears of every
-// read once, a failed one too, however many readers shared it, and not of
-// readers served from the last read.
+// read once, with its outcome, a failed one too, however many readers
+// shared it, and not of readers served from the last read.
 func TestRegistryCache_OnReadFollowsEachReadOnce(t *testing.T) {
 	f := newFakeRegistry(t, map[string][]string{"ORDERS": {"orders"}})
 	cache := newCache(t, f.url(), time.Hour)
 	var heard atomic.Int64
-	cache.OnRead(func() {
-		// The read it hears of is the one readers get: no new request.
-		before := f.wholeReads.Load() + f.deltaReads.Load()
-		if _, err := cache.Registry(context.Background()); err != nil && !f.failing.Load() {
-			t.Errorf("the read heard of: %v", err)
-		}
-		if after := f.wholeReads.Load() + f.deltaReads.Load(); after != before {
-			t.Errorf("the follower's read made %d request(s)", after-before)
+	cache.OnRead(func(reg *eureka.Registry, err error) {
+		if err != nil || len(reg.Instances("orders")) != 1 {
+			t.Errorf("the read heard of: %v, %v", reg, err)
 		}
 		heard.Add(1)
 	})
@@ -387,7 +390,12 @@ func TestRegistryCache_OnReadFollowsEachReadOnce(t *testing.T) {
 	}
 	f.failing.Store(true)
 	expired := newCache(t, f.url(), 0) // every reader reads
-	expired.OnRead(func() { heard.Add(1) })
+	expired.OnRead(func(_ *eureka.Registry, err error) {
+		if err == nil {
+			t.Error("a failed read was heard of without its error")
+		}
+		heard.Add(1)
+	})
 	readAll(expired, 1)
 	if n := heard.Load(); n != 2 {
 		t.Fatalf("a failed read was heard of %d times, want once", n-1)

@@ -84,6 +84,27 @@ func (r *Registry) Instances(app string) []Instance {
 	return append([]Instance(nil), r.apps[strings.ToUpper(app)]...)
 }
 
+// AppState stands for one version of an app's instances: two registries
+// give equal AppStates for an app only when no read between them changed
+// it. A delta read makes a new list only for the apps it names (a
+// heartbeat is in no delta), and a whole read makes new lists for every
+// app; so equal means unchanged, while different may still be the same
+// instances read again whole. It keeps nothing of the registry alive but
+// that app's list.
+type AppState struct {
+	first *Instance
+	n     int
+}
+
+// AppState is app's current version (see AppState).
+func (r *Registry) AppState(app string) AppState {
+	insts := r.apps[strings.ToUpper(app)]
+	if len(insts) == 0 {
+		return AppState{}
+	}
+	return AppState{first: &insts[0], n: len(insts)}
+}
+
 // Apps lists the apps the registry holds, upper-cased and sorted.
 func (r *Registry) Apps() []string {
 	out := make([]string, 0, len(r.apps))
@@ -167,6 +188,9 @@ func (r *Registry) clone() *Registry {
 // apply replaces the list of app by the one changes lead to; the list it
 // replaces, which other registries may share, is left as it is.
 func (r *Registry) apply(app string, changes []change) {
+	if len(changes) == 0 { // an app listed with no change keeps its list, and its AppState
+		return
+	}
 	app = strings.ToUpper(app)
 	old := r.apps[app]
 	kept := make([]Instance, 0, len(old)+len(changes))
