@@ -12,4 +12,10 @@
 // bin/images/<name>.tar by `make images`, each tagged eurekube/<name>:<tag>.
 // The Dockerfile builds the same shape for Docker users; a test keeps the
 // two in step.
+//
+// One test image is not Eurekube's and not static: JVMArchive (jvm.go)
+// packs a Spring Boot jar with a runtime jlinked from the host's JDK and
+// the shared libraries it loads, in two layers (runtime, then jar), for the
+// Spring Cloud Kubernetes app of the end-to-end suite; it is cached under
+// $EUREKUBE_CACHE/images by the jar's and runtime's contents.
 package images

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -56,6 +57,7 @@ func main() {
 	fuzzTime := flag.String("fuzztime", "10s", "how long each fuzz target runs")
 	grace := flag.Duration("grace", 90*time.Second, "how long interrupted tests may take to clean up before they are killed")
 	fuzzOnly := flag.Bool("fuzz-only", false, "run only the fuzz targets")
+	logs := flag.String("logs", "bin/test-logs", "directory for each -background and -race suite's whole go test -json output, passing tests' logs included")
 	since := flag.Int64("since", 0, "Unix time the whole run began (builds and lint before this command), for the time it reports")
 	flag.Parse()
 	goTestFlags := flag.Args()
@@ -91,7 +93,7 @@ func main() {
 		err = fuzz(ctx, *fuzzTime)
 	} else {
 		err = run(ctx, runOptions{background: splitList(*background), race: splitList(*race), raceShort: *raceShort,
-			beside: *beside, goTestFlags: goTestFlags, fuzzTime: *fuzzTime, start: start})
+			beside: *beside, goTestFlags: goTestFlags, fuzzTime: *fuzzTime, start: start, logs: *logs})
 	}
 	signal.Stop(signals)
 	if ctx.Err() != nil {
@@ -118,6 +120,8 @@ type runOptions struct {
 	fuzzTime         string
 	// start is when the run began: the tests' timings count from it.
 	start time.Time
+	// logs is where each suite's whole -json output goes.
+	logs string
 }
 
 // run runs the tests, then the fuzz targets when they passed.
@@ -169,12 +173,24 @@ func run(ctx context.Context, o runOptions) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		// The whole stream, passing tests' logs and figures included, is
+		// kept for reading afterwards.
+		var stream io.Reader = stdout
+		if err := os.MkdirAll(o.logs, 0o755); err != nil {
+			return err
+		}
+		file, err := os.Create(filepath.Join(o.logs, strings.NewReplacer("/", "_", " ", "_", ".", "").Replace(name)+".json"))
+		if err != nil {
+			return err
+		}
+		stream = io.TeeReader(stdout, file)
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		began := time.Now()
 		go func() {
-			j.log.read(stdout)
+			j.log.read(stream)
+			_ = file.Close()
 			err := cmd.Wait()
 			j.log.finish()
 			j.cost = cost(cmd, began)
@@ -278,6 +294,9 @@ func run(ctx context.Context, o runOptions) error {
 		if j.cost != "" {
 			fmt.Printf("testrun: %s took %s\n", j.name, j.cost)
 		}
+	}
+	if len(jobs) > 0 {
+		fmt.Printf("testrun: each suite's whole output, passing tests' logs included (go test -json), is in %s\n", o.logs)
 	}
 	return errors.Join(errs...)
 }
