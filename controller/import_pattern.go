@@ -64,6 +64,7 @@ const (
 	// when it makes or deletes an app's import.
 	reasonAppImported = "AppImported"
 	reasonAppGone     = "AppGone"
+	reasonAppLeaving  = "AppLeaving"
 )
 
 // patternMatch is what a pattern finds in one registry read, without I/O.
@@ -78,6 +79,17 @@ type patternMatch struct {
 }
 
 // patternChildName is the name of app's import, and whether it is a valid
+// DefaultPatternAppGrace is how long an app that left Eureka keeps its
+// import (Options.PatternAppGrace): a Eureka server restarted empty is
+// refilled as its clients' next heartbeats find themselves unknown, well
+// within it, and the apps' Services, and their ClusterIPs, stay.
+const DefaultPatternAppGrace = 5 * time.Minute
+
+// patternUnmatchedAnnotation on an app's import says since when (RFC 3339)
+// its app has left Eureka or no longer matches; it goes once the app is
+// back, and the import once it is older than the grace.
+const patternUnmatchedAnnotation = "eurekube.io/unmatched-since"
+
 // Service name (a DNS-1035 label: the Service is named the same).
 func patternChildName(app string) (string, bool) {
 	name := strings.ToLower(app)
@@ -177,8 +189,10 @@ func planPatternActions(parent *v1alpha1.EurekaImport, want []*v1alpha1.EurekaIm
 			a.notOwned = append(a.notOwned, v1alpha1.SkippedApp{App: w.Spec.App, Reason: v1alpha1.ReasonImportNotOwned,
 				Message: fmt.Sprintf("EurekaImport %s exists and is not this pattern's (%s): it is left as it is", w.Name, importOwner(got))})
 		default:
-			if !equality.Semantic.DeepEqual(got.Spec, w.Spec) || got.Labels[v1alpha1.ImportPatternLabel] != w.Labels[v1alpha1.ImportPatternLabel] {
+			_, leaving := got.Annotations[patternUnmatchedAnnotation]
+			if leaving || !equality.Semantic.DeepEqual(got.Spec, w.Spec) || got.Labels[v1alpha1.ImportPatternLabel] != w.Labels[v1alpha1.ImportPatternLabel] {
 				got = got.DeepCopy()
+				delete(got.Annotations, patternUnmatchedAnnotation) // the app is back
 				got.Spec = w.Spec
 				if got.Labels == nil {
 					got.Labels = map[string]string{}
@@ -364,6 +378,22 @@ func (r *importReconciler) reconcilePattern(ctx context.Context, imp *v1alpha1.E
 	for _, c := range a.remove {
 		if !c.DeletionTimestamp.IsZero() {
 			continue
+		}
+		// Not at once: a server restarted empty, or an app between two
+		// deployments, would cost every Service its ClusterIP.
+		since, err := time.Parse(time.RFC3339, c.Annotations[patternUnmatchedAnnotation])
+		if err != nil { // not marked yet (or marked by hand with no time)
+			marked := c.DeepCopy()
+			metav1.SetMetaDataAnnotation(&marked.ObjectMeta, patternUnmatchedAnnotation, time.Now().UTC().Format(time.RFC3339))
+			if err := r.client.Update(ctx, marked); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, fmt.Errorf("mark EurekaImport %s: %w", c.Name, err)
+			}
+			r.recorder.Eventf(imp, c, corev1.EventTypeNormal, reasonAppLeaving, "Import", "app %s no longer matches %s or left Eureka: EurekaImport %s (and its Service) is kept %s in case it comes back",
+				c.Spec.App, imp.Spec.App, c.Name, r.opts.PatternAppGrace)
+			continue
+		}
+		if time.Since(since) < r.opts.PatternAppGrace {
+			continue // this parent is reconciled after each registry read
 		}
 		if err := r.client.Delete(ctx, c, client.Preconditions{UID: &c.UID}); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, fmt.Errorf("delete EurekaImport %s: %w", c.Name, err)

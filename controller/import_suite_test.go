@@ -439,10 +439,24 @@ func TestImport_APatternImportsEachMatchingAppAsItsOwnService(t *testing.T) {
 	harness.Eventually(t, patience, "the new app's import", wantPatternImports(ns, parent, billingSvc, ledgerSvc, stockSvc))
 	harness.Eventually(t, patience, "the new app's endpoint", wantEndpoints(ns, stockSvc, map[string]bool{"10.24.3.1": true}))
 
-	// An app that leaves Eureka loses its import, and so its Service.
+	// An app that leaves Eureka loses its import, and so its Service, once
+	// it has been gone for the grace (a server restarted empty is refilled
+	// within it); the pattern says so meanwhile.
 	if err := c.Cancel(context.Background(), ledger, "vm-1:ledger:8080"); err != nil {
 		t.Fatal(err)
 	}
+	harness.Eventually(t, patience, "an AppLeaving Event naming ledger's import", func() error {
+		var list corev1.EventList
+		if err := k8s.List(context.Background(), &list, &clientInNamespace{ns}); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Reason == "AppLeaving" && e.InvolvedObject.Name == parent.Name && strings.Contains(e.Message, ledgerSvc) {
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d Events", len(list.Items))
+	})
 	harness.Eventually(t, patience, "ledger's import gone", wantPatternImports(ns, parent, billingSvc, stockSvc))
 	harness.Eventually(t, patience, "ledger's Service gone", serviceGone(ns, ledgerSvc))
 

@@ -34,6 +34,9 @@ const (
 	// claimGrace: an app's claim is kept this long whatever uses it (the
 	// default's two minutes would make the sweeper's test wait that long).
 	claimGrace = 5 * time.Second
+	// patternAppGrace: an app that left Eureka keeps its pattern import
+	// this long (the default's five minutes would make its test wait).
+	patternAppGrace = 5 * time.Second
 )
 
 var (
@@ -91,7 +94,7 @@ func TestMain(m *testing.M) {
 		log := logrus.New()
 		log.SetOutput(io.Discard)
 		if err := controller.Setup(mgr, controller.Options{
-			ClusterID: clusterID, ResyncPeriod: resync, EurekaTimeout: time.Second, DetachTimeout: detachTimeout, ClaimGrace: claimGrace,
+			ClusterID: clusterID, ResyncPeriod: resync, EurekaTimeout: time.Second, DetachTimeout: detachTimeout, ClaimGrace: claimGrace, PatternAppGrace: patternAppGrace,
 			Defaults: webhook.Defaults{EurekaURLs: []string{"http://" + proxy.Addr() + "/eureka"}, ClusterID: clusterID, Allowed: localEureka()}, Logger: log,
 		}); err != nil {
 			fmt.Fprintln(os.Stderr, err)

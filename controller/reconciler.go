@@ -51,6 +51,10 @@ type Options struct {
 	// (the webhook claims before the pod it admits exists); zero is
 	// DefaultClaimGrace.
 	ClaimGrace time.Duration
+	// PatternAppGrace: how long an app that left Eureka, or no longer
+	// matches, keeps the import a pattern import made for it, and so its
+	// Service and ClusterIP; zero is DefaultPatternAppGrace.
+	PatternAppGrace time.Duration
 	// EurekaTimeout bounds one Eureka request (default: the eureka
 	// package's).
 	EurekaTimeout time.Duration
@@ -121,6 +125,9 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 	}
 	if o.ClaimGrace <= 0 {
 		o.ClaimGrace = DefaultClaimGrace
+	}
+	if o.PatternAppGrace <= 0 {
+		o.PatternAppGrace = DefaultPatternAppGrace
 	}
 	return &Reconciler{
 		client:    mgr.GetClient(),
