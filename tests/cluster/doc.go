@@ -18,9 +18,9 @@
 //	server response cache   ≤ 1 s  (fast profile: no read-only cache, read-write entries expire after 1 s)
 //	client registry fetch   ≤ 2 s  (eureka.client.registry-fetch-interval-seconds)
 //	LoadBalancer cache      ≤ 2 s  (spring.cloud.loadbalancer.cache.ttl)
-//	request in flight       ≤ 2 s  (the client's read timeout)
+//	request in flight       ≤ 3 s  (the client's read timeout)
 //
-// so at most 7 s, and the suite's drain (preStop sleep) is 10 s: a pod
+// so at most 8 s, and the suite's drain (preStop sleep) is 10 s: a pod
 // keeps serving for 10 s after its registrar cancelled it. In production
 // the same sum is 30 + 30 + 35 s plus the request, hence the default drain
 // of 100 s (the README's drain paragraph). The no-drain control runs with the very

@@ -409,8 +409,10 @@ func podsOf(t *testing.T, app cluster.App) []corev1.Pod {
 
 // storySlots is how many stories run at once. They mostly wait on the
 // node (drains, caches, Eureka's reads), so more than the machine's two
-// cores; each brings pods and often a Spring client's JVM, so not many.
-const storySlots = 4
+// cores; each brings pods and often a Spring client's JVM, so not many:
+// four at once, beside make test's other suites, loaded a fresh-clone run
+// to 32 and slowed pods past the callers' timeouts.
+const storySlots = 3
 
 // stories lets the suite's parallel tests run storySlots at a time, the
 // longest first: once the tests that stop manager replicas are done, every

@@ -315,7 +315,10 @@ func containerNames(cs []corev1.Container) []string {
 // call is one call to a pod's port from the host, on a new connection, as a
 // VM reaching pod IPs makes it.
 func call(ip string, port int32) (*http.Response, string, error) {
-	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	// A call made at once fails at once to a pod that is gone (refused,
+	// reset, no route); the bound is for a live one slowed by a loaded
+	// machine (1 s timed out at load 32 in a fresh-clone run).
+	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := hc.Get("http://" + net.JoinHostPort(ip, strconv.Itoa(int(port))) + "/")
 	if err != nil {
 		return nil, "", err
