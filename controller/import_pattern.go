@@ -304,7 +304,6 @@ func patternSynced(pattern string, m patternMatch, skipped []v1alpha1.SkippedApp
 
 // reconcilePattern keeps a pattern import's imports, one per matching app.
 func (r *importReconciler) reconcilePattern(ctx context.Context, imp *v1alpha1.EurekaImport) (reconcile.Result, error) {
-	key := client.ObjectKeyFromObject(imp)
 	if !imp.DeletionTimestamp.IsZero() {
 		return r.removePattern(ctx, imp)
 	}
@@ -320,14 +319,7 @@ func (r *importReconciler) reconcilePattern(ctx context.Context, imp *v1alpha1.E
 	if st.Pattern == nil {
 		st.Pattern = &v1alpha1.ImportPatternStatus{}
 	}
-	set := func(typ string, ok bool, reason, message string) {
-		status := metav1.ConditionFalse
-		if ok {
-			status = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
-			Message: truncate(message, 1024), ObservedGeneration: imp.Generation})
-	}
+	set := importConditionSetter(imp)
 
 	// The Eureka servers are checked as a single import's are, before the
 	// registry is read; each app's import is checked against the policy
@@ -337,12 +329,7 @@ func (r *importReconciler) reconcilePattern(ctx context.Context, imp *v1alpha1.E
 		set(v1alpha1.ConditionSynced, false, reasonImportNotAllowed, "nothing is read, and the apps' imports are left as they are: see the Permitted condition")
 		return r.finishImport(ctx, imp, before)
 	}
-	cache, err := r.clients.forSyncer(ctx, importAsSyncer(imp))
-	var registry *eureka.Registry
-	if err == nil {
-		r.follow.follow(cache, key)
-		registry, err = cache.Registry(ctx)
-	}
+	registry, err := r.readFollowed(ctx, imp)
 	if err != nil {
 		set(v1alpha1.ConditionEurekaReachable, false, reasonEurekaUnreachable, err.Error())
 		set(v1alpha1.ConditionSynced, false, reasonEurekaUnreachable, "Eureka could not be read: the apps' imports are left as they are")

@@ -125,14 +125,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	before := imp.Status.DeepCopy()
 	st := &imp.Status
 	st.ObservedGeneration, st.App, st.ServiceName = imp.Generation, imp.EffectiveApp(), imp.EffectiveServiceName()
-	set := func(typ string, ok bool, reason, message string) {
-		status := metav1.ConditionFalse
-		if ok {
-			status = metav1.ConditionTrue
-		}
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
-			Message: truncate(message, 1024), ObservedGeneration: imp.Generation})
-	}
+	set := importConditionSetter(&imp)
 
 	if refusal := r.importRefusal(ctx, &imp); refusal != nil {
 		set(v1alpha1.ConditionPermitted, false, refusal.reason, refusal.message)
@@ -141,12 +134,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	set(v1alpha1.ConditionPermitted, true, v1alpha1.ReasonPermitted, "the app, its Eureka servers and the namespace are allowed")
 
-	cache, err := r.clients.forSyncer(ctx, importAsSyncer(&imp))
-	var registry *eureka.Registry
-	if err == nil {
-		r.follow.follow(cache, req.NamespacedName)
-		registry, err = cache.Registry(ctx)
-	}
+	registry, err := r.readFollowed(ctx, &imp)
 	if err != nil {
 		set(v1alpha1.ConditionEurekaReachable, false, reasonEurekaUnreachable, err.Error())
 		stale := "no endpoints were ever imported"
@@ -206,6 +194,30 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		set(v1alpha1.ConditionSynced, true, reasonImported, fmt.Sprintf("%d of %d endpoint(s) ready, from %d instance(s) of %s", plan.ready, plan.total, len(all), imp.EffectiveApp()))
 	}
 	return r.finishImport(ctx, &imp, before)
+}
+
+// importConditionSetter sets one of imp's status conditions, for the
+// generation it describes.
+func importConditionSetter(imp *v1alpha1.EurekaImport) func(typ string, ok bool, reason, message string) {
+	return func(typ string, ok bool, reason, message string) {
+		status := metav1.ConditionFalse
+		if ok {
+			status = metav1.ConditionTrue
+		}
+		meta.SetStatusCondition(&imp.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
+			Message: truncate(message, 1024), ObservedGeneration: imp.Generation})
+	}
+}
+
+// readFollowed reads the registry of imp's Eureka servers through the
+// cache their syncers share, and has imp follow that cache's reads.
+func (r *importReconciler) readFollowed(ctx context.Context, imp *v1alpha1.EurekaImport) (*eureka.Registry, error) {
+	cache, err := r.clients.forSyncer(ctx, importAsSyncer(imp))
+	if err != nil {
+		return nil, err
+	}
+	r.follow.follow(cache, client.ObjectKeyFromObject(imp))
+	return cache.Registry(ctx)
 }
 
 // finishImport writes the status when it changed, and comes back at the
