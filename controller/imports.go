@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -71,9 +72,13 @@ func setupImports(mgr manager.Manager, r *Reconciler) error {
 		Named("eurekaimport").
 		For(&v1alpha1.EurekaImport{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A Service or slice of an import changed or deleted by hand is
-		// put back.
-		Owns(&corev1.Service{}).
-		Owns(&discoveryv1.EndpointSlice{}).
+		// put back. Their creation is the import's own doing (or, at
+		// start, the initial list, when every import is queued anyway):
+		// queueing the import again would only re-read what it wrote,
+		// from a cache that may not have its status yet, and write that
+		// status twice.
+		Owns(&corev1.Service{}, builder.WithPredicates(notCreated)).
+		Owns(&discoveryv1.EndpointSlice{}, builder.WithPredicates(notCreated)).
 		// A pattern import's imports, one per app: their statuses make
 		// its own (import_pattern.go).
 		Owns(&v1alpha1.EurekaImport{}).
@@ -84,6 +89,9 @@ func setupImports(mgr manager.Manager, r *Reconciler) error {
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Complete(&importReconciler{Reconciler: r, follow: follow})
 }
+
+// notCreated passes every event but an object's creation.
+var notCreated = predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
 
 // importFinalizer keeps a deleted import until what it made is gone.
 const importFinalizer = "eurekube.io/import"
