@@ -173,11 +173,12 @@ func (e *Eureka) start(ctx context.Context) error {
 	args := []string{
 		// Tests start the server often: trade peak speed for start-up time.
 		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xmx256m",
-		"-jar", e.jar,
-		"--server.address=" + e.opts.Host,
-		"--server.port=" + strconv.Itoa(e.opts.Port),
-		"--spring.profiles.active=" + e.opts.Profile,
 	}
+	args = append(append(args, JavaJar(e.jar)...),
+		"--server.address="+e.opts.Host,
+		"--server.port="+strconv.Itoa(e.opts.Port),
+		"--spring.profiles.active="+e.opts.Profile,
+	)
 	e.mu.Lock()
 	tlsOpts, auth := e.opts.TLS, e.opts.Auth
 	e.mu.Unlock()

@@ -124,3 +124,21 @@ func BuildBinary(pkg, dir string) (string, error) {
 	}
 	return out, nil
 }
+
+// JavaJar is the java arguments that run jar: the extracted copy and the
+// class-data sharing archive that tests/tools/maven-jar.sh writes beside
+// it when both are there (a start then needs about half the CPU), the jar
+// itself otherwise.
+func JavaJar(jar string) []string {
+	cds := strings.TrimSuffix(jar, ".jar") + ".cds"
+	archive, app := filepath.Join(cds, "app.jsa"), filepath.Join(cds, "app.jar")
+	if _, err := os.Stat(archive); err != nil {
+		return []string{"-jar", jar}
+	}
+	if _, err := os.Stat(app); err != nil {
+		return []string{"-jar", jar}
+	}
+	// -Xshare:auto (the default): a JVM that cannot map the archive runs
+	// without it. Its warnings would only fill the logs.
+	return []string{"-XX:SharedArchiveFile=" + archive, "-Xlog:cds=off", "-Xlog:cds+dynamic=off", "-jar", app}
+}

@@ -180,7 +180,7 @@ func startSpringJar(ctx context.Context, j springJar, host, logDir string, timeo
 	}
 	// Tests start these JVMs often: trade peak speed for start-up time.
 	cmdLine := append([]string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xmx256m"}, jvm...)
-	cmdLine = append(cmdLine, "-jar", jar, "--server.address="+host, "--server.port="+strconv.Itoa(port))
+	cmdLine = append(append(cmdLine, JavaJar(jar)...), "--server.address="+host, "--server.port="+strconv.Itoa(port))
 	args = append(cmdLine, args...)
 	logPath := filepath.Join(logDir, strings.ReplaceAll(j.name, " ", "-")+"-"+strconv.Itoa(port)+".log")
 	p, err := StartProcess(j.name, "java", args, nil, logPath)
