@@ -97,7 +97,9 @@ unit-race: ## make unit with the race detector (needs gcc; make test runs it too
 # registrar suite (both mostly waiting), the controller suite with the race
 # detector and lint from the start; beside them the unit tier with the race
 # detector (make unit-race), every other package's tests and then the fuzz
-# targets; and leaves no process behind however the run ends.
+# targets (one worker each: the end-to-end stories still run beside them;
+# make fuzz uses every core); and leaves no process behind however the run
+# ends.
 test: deps ## Install and build everything needed, then run every test.
 	@start=$$(date +%s); \
 	$(ARTIFACTS); \
@@ -105,7 +107,7 @@ test: deps ## Install and build everything needed, then run every test.
 	go build -o bin/testrun ./tests/tools/testrun; \
 	exec bin/testrun -since $$start -background ./tests/cluster,./tests/lifecycle,./tests/registrar \
 	  -race ./controller -race-short \
-	  -beside '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -- $(GO_TEST_FLAGS)
+	  -beside '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -fuzzworkers 1 -- $(GO_TEST_FLAGS)
 
 .PHONY: generate-check
 generate-check: generate ## Fail when generated files are out of date.

@@ -55,6 +55,7 @@ func main() {
 	raceShort := flag.Bool("race-short", false, "before the other packages, run every package's -short tests (the unit tier) with -race, but those of -race")
 	beside := flag.String("beside", "", "a shell command run from the start, beside the tests")
 	fuzzTime := flag.String("fuzztime", "10s", "how long each fuzz target runs")
+	fuzzWorkers := flag.Int("fuzzworkers", 0, "how many processes fuzz a target at once (0: one per core, as go test's -parallel)")
 	grace := flag.Duration("grace", 90*time.Second, "how long interrupted tests may take to clean up before they are killed")
 	fuzzOnly := flag.Bool("fuzz-only", false, "run only the fuzz targets")
 	logs := flag.String("logs", "bin/test-logs", "directory for each -background and -race suite's whole go test -json output, passing tests' logs included")
@@ -90,10 +91,10 @@ func main() {
 	}()
 	var err error
 	if *fuzzOnly {
-		err = fuzz(ctx, *fuzzTime)
+		err = fuzz(ctx, *fuzzTime, *fuzzWorkers)
 	} else {
 		err = run(ctx, runOptions{background: splitList(*background), race: splitList(*race), raceShort: *raceShort,
-			beside: *beside, goTestFlags: goTestFlags, fuzzTime: *fuzzTime, start: start, logs: *logs})
+			beside: *beside, goTestFlags: goTestFlags, fuzzTime: *fuzzTime, fuzzWorkers: *fuzzWorkers, start: start, logs: *logs})
 	}
 	signal.Stop(signals)
 	if ctx.Err() != nil {
@@ -118,6 +119,7 @@ type runOptions struct {
 	beside           string
 	goTestFlags      []string
 	fuzzTime         string
+	fuzzWorkers      int
 	// start is when the run began: the tests' timings count from it.
 	start time.Time
 	// logs is where each suite's whole -json output goes.
@@ -252,7 +254,7 @@ func run(ctx context.Context, o runOptions) error {
 			errs = append(errs, fmt.Errorf("go test: %w", err))
 		} else {
 			began = time.Now()
-			if err := fuzz(ctx, o.fuzzTime); err != nil {
+			if err := fuzz(ctx, o.fuzzTime, o.fuzzWorkers); err != nil {
 				errs = append(errs, err)
 			}
 			fmt.Printf("testrun: the fuzz targets took %ds\n", int(time.Since(began).Seconds()))
@@ -370,8 +372,9 @@ func goList(ctx context.Context, pattern string) ([]string, error) {
 
 var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz[A-Za-z0-9_]*)\(`)
 
-// fuzz runs every fuzz target of the module for fuzzTime.
-func fuzz(ctx context.Context, fuzzTime string) error {
+// fuzz runs every fuzz target of the module for fuzzTime, with workers
+// processes (0: go test's default, one per core).
+func fuzz(ctx context.Context, fuzzTime string, workers int) error {
 	out, err := exec.CommandContext(ctx, "go", "list", "-f", "{{.Dir}}", "./...").Output()
 	if err != nil {
 		return fmt.Errorf("go list: %w", err)
@@ -386,7 +389,11 @@ func fuzz(ctx context.Context, fuzzTime string) error {
 			for _, m := range fuzzFunc.FindAllSubmatch(src, -1) {
 				target := string(m[1])
 				fmt.Printf("fuzz %s %s (%s)\n", dir, target, fuzzTime)
-				cmd := goCmd(ctx, "test", "-run", "^$", "-fuzz", "^"+target+"$", "-fuzztime", fuzzTime, dir)
+				args := []string{"test", "-run", "^$", "-fuzz", "^" + target + "$", "-fuzztime", fuzzTime}
+				if workers > 0 {
+					args = append(args, "-parallel", strconv.Itoa(workers))
+				}
+				cmd := goCmd(ctx, append(args, dir)...)
 				cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 				if err := cmd.Run(); err != nil {
 					return fmt.Errorf("fuzz %s: %w", target, err)
