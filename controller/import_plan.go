@@ -22,7 +22,8 @@ import (
 
 // What an import wants, without I/O: from the app's instances, the
 // selector-less Service and the EndpointSlices that hold one endpoint per
-// instance. The mapping of Eureka statuses to endpoint conditions:
+// instance, and the Endpoints that lists them too (import_endpoints.go).
+// The mapping of Eureka statuses to endpoint conditions:
 //
 //	UP                         ready, serving
 //	OUT_OF_SERVICE, DOWN       not ready, not serving (taken out on purpose, or failing)
@@ -55,6 +56,9 @@ const (
 type importPlan struct {
 	service corev1.Service
 	slices  []discoveryv1.EndpointSlice
+	// endpoints is the Service's Endpoints, a view of slices
+	// (planEndpoints).
+	endpoints corev1.Endpoints //lint:ignore SA1019 Spring Cloud Kubernetes reads Endpoints
 	// ready and total count the endpoints.
 	ready, total int32
 	// unaddressable names the instances left out: no IP address, or no
@@ -193,6 +197,7 @@ func planImport(imp *v1alpha1.EurekaImport, instances []eureka.Instance) importP
 			plan.slices = append(plan.slices, slice)
 		}
 	}
+	plan.endpoints = planEndpoints(&plan.service, plan.slices)
 	return plan
 }
 

@@ -353,3 +353,152 @@ func describePlan(p *importPlan) string {
 	}
 	return b.String()
 }
+
+// sliceAddresses are the plan's slices as the Endpoints must list them:
+// by the slices' port numbers, address → ready (an address two endpoints
+// share is ready if either is).
+func sliceAddresses(plan *importPlan) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	for _, s := range plan.slices {
+		var ports []int32
+		for _, p := range s.Ports {
+			ports = append(ports, *p.Port)
+		}
+		key := fmt.Sprint(ports)
+		if out[key] == nil {
+			out[key] = map[string]bool{}
+		}
+		for _, ep := range s.Endpoints {
+			out[key][ep.Addresses[0]] = out[key][ep.Addresses[0]] || *ep.Conditions.Ready
+		}
+	}
+	return out
+}
+
+// checkEndpointsShape checks what every plan's Endpoints must be, and
+// returns its addresses as sliceAddresses does.
+func checkEndpointsShape(t *testing.T, seed uint64, imp *v1alpha1.EurekaImport, plan *importPlan) (map[string]map[string]bool, int) {
+	t.Helper()
+	eps := &plan.endpoints
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("seed %d, Endpoints %s: %s", seed, eps.Name, fmt.Sprintf(format, args...))
+	}
+	if eps.Name != plan.service.Name || eps.Namespace != imp.Namespace || eps.Labels[ImportLabel] != imp.Name ||
+		eps.Labels[discoveryv1.LabelSkipMirror] != "true" {
+		fail("namespace %q, labels %v: not the import's Service's, or mirrored", eps.Namespace, eps.Labels)
+	}
+	var svcPortNames []string
+	for _, p := range plan.service.Spec.Ports {
+		svcPortNames = append(svcPortNames, p.Name)
+	}
+	got := map[string]map[string]bool{}
+	n := 0
+	for _, ss := range eps.Subsets {
+		var names []string
+		var ports []int32
+		for _, p := range ss.Ports {
+			names = append(names, p.Name)
+			ports = append(ports, p.Port)
+			if p.Protocol != corev1.ProtocolTCP || p.Port < 1 || p.Port > 65535 {
+				fail("port %+v", p)
+			}
+		}
+		if !slices.Equal(names, svcPortNames) {
+			fail("port names %v, the Service's %v", names, svcPortNames)
+		}
+		key := fmt.Sprint(ports)
+		if got[key] != nil {
+			fail("two subsets on ports %s", key)
+		}
+		got[key] = map[string]bool{}
+		if len(ss.Addresses)+len(ss.NotReadyAddresses) == 0 {
+			fail("an empty subset on ports %s", key)
+		}
+		var ready, notReady []string
+		for _, a := range ss.Addresses {
+			ready = append(ready, a.IP)
+		}
+		for _, a := range ss.NotReadyAddresses {
+			notReady = append(notReady, a.IP)
+		}
+		for i, list := range [][]string{ready, notReady} {
+			for _, ip := range list {
+				if _, twice := got[key][ip]; twice {
+					fail("address %s twice on ports %s", ip, key)
+				}
+				if a := net.ParseIP(ip); a == nil || a.String() != ip {
+					fail("address %q", ip)
+				}
+				got[key][ip] = i == 0
+				n++
+			}
+		}
+	}
+	if n > maxEndpointsAddresses {
+		fail("%d addresses, more than %d", n, maxEndpointsAddresses)
+	}
+	return got, n
+}
+
+func TestImportPlan_TheEndpointsListsTheSlicesAddressesReadyOrNot(t *testing.T) {
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 2903))
+		imp := randomImport(r)
+		plan := planImport(imp, importedInstances(imp, randomInstances(r, r.IntN(200)), planTestCluster))
+		got, _ := checkEndpointsShape(t, seed, imp, &plan)
+		want := sliceAddresses(&plan)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("seed %d: the Endpoints holds\n%v\nthe slices\n%v", seed, got, want)
+		}
+		if _, over := plan.endpoints.Annotations[corev1.EndpointsOverCapacity]; over {
+			t.Fatalf("seed %d: marked over capacity under %d addresses", seed, maxEndpointsAddresses)
+		}
+	}
+}
+
+func TestImportPlan_TheEndpointsIsCappedAtAThousandReadyFirst(t *testing.T) {
+	for seed := range uint64(20) {
+		r := rand.New(rand.NewPCG(seed, 2904))
+		imp := randomImport(r)
+		all := randomInstances(r, 1500+r.IntN(2500))
+		if seed%2 == 0 { // more ready addresses than the cap
+			for i := range all {
+				all[i].Status = eureka.StatusUp
+			}
+		}
+		plan := planImport(imp, all)
+		got, n := checkEndpointsShape(t, seed, imp, &plan)
+		want := sliceAddresses(&plan)
+		distinct, ready := 0, 0
+		for _, addrs := range want {
+			for _, up := range addrs {
+				distinct++
+				if up {
+					ready++
+				}
+			}
+		}
+		over := plan.endpoints.Annotations[corev1.EndpointsOverCapacity]
+		if (distinct > maxEndpointsAddresses) != (over == "truncated") {
+			t.Fatalf("seed %d: %d addresses, over-capacity annotation %q", seed, distinct, over)
+		}
+		if n != min(distinct, maxEndpointsAddresses) {
+			t.Fatalf("seed %d: %d addresses kept of %d", seed, n, distinct)
+		}
+		keptReady := 0
+		for key, addrs := range got {
+			for ip, up := range addrs {
+				if w, ok := want[key][ip]; !ok || w != up {
+					t.Fatalf("seed %d: %s on ports %s ready=%t, the slices say %t (listed %t)", seed, ip, key, up, w, ok)
+				}
+				if up {
+					keptReady++
+				}
+			}
+		}
+		if keptReady != min(ready, maxEndpointsAddresses) {
+			t.Fatalf("seed %d: %d ready addresses kept of %d: ready ones go first", seed, keptReady, ready)
+		}
+	}
+}

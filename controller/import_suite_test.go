@@ -1,5 +1,7 @@
 package controller_test
 
+//lint:file-ignore SA1019 an import keeps core/v1 Endpoints, which Spring Cloud Kubernetes reads.
+
 import (
 	"context"
 	"fmt"
@@ -86,6 +88,58 @@ func wantEndpoints(ns, service string, want map[string]bool) func() error {
 	}
 }
 
+// importedEndpointsObject reads the import's Endpoints: address → ready,
+// after checking it is the import's, unmirrored, on the instances' port.
+func importedEndpointsObject(ns, service string, imp *v1alpha1.EurekaImport) (map[string]bool, error) {
+	var eps corev1.Endpoints
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: service}, &eps); err != nil {
+		return nil, err
+	}
+	if eps.Labels[controller.ImportLabel] != imp.Name || eps.Labels[discoveryv1.LabelSkipMirror] != "true" {
+		return nil, fmt.Errorf("Endpoints labels %v", eps.Labels)
+	}
+	if ref := metav1.GetControllerOf(&eps); ref == nil || ref.Kind != "EurekaImport" || ref.Name != imp.Name {
+		return nil, fmt.Errorf("Endpoints controlled by %+v", ref)
+	}
+	got := map[string]bool{}
+	for _, ss := range eps.Subsets {
+		if len(ss.Ports) != 1 || ss.Ports[0].Port != 8080 || ss.Ports[0].Name != "http" {
+			return nil, fmt.Errorf("subset ports %+v", ss.Ports)
+		}
+		for _, a := range ss.Addresses {
+			got[a.IP] = true
+		}
+		for _, a := range ss.NotReadyAddresses {
+			got[a.IP] = false
+		}
+	}
+	return got, nil
+}
+
+func wantEndpointsObject(ns, service string, imp *v1alpha1.EurekaImport, want map[string]bool) func() error {
+	return func() error {
+		got, err := importedEndpointsObject(ns, service, imp)
+		if err != nil {
+			return err
+		}
+		if fmt.Sprint(sorted(got)) != fmt.Sprint(sorted(want)) {
+			return fmt.Errorf("Endpoints %v, want %v", sorted(got), sorted(want))
+		}
+		return nil
+	}
+}
+
+// endpointsObjectGone is nil once ns has no Endpoints of the name.
+func endpointsObjectGone(ns, service string) func() error {
+	return func() error {
+		var eps corev1.Endpoints
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: service}, &eps); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Endpoints %s: still there (%v)", service, err)
+		}
+		return nil
+	}
+}
+
 func sorted(m map[string]bool) []string {
 	var out []string
 	for k, v := range m {
@@ -118,6 +172,9 @@ func TestImport_AVMOnlyAppBecomesAServiceWithOneEndpointPerInstance(t *testing.T
 	imp := newImport(t, ns, app, nil)
 	service := strings.ToLower(app)
 	harness.Eventually(t, patience, "the VMs as endpoints, ready as UP", wantEndpoints(ns, service, map[string]bool{"10.20.0.1": true, "10.20.0.2": false}))
+	// The Endpoints too, for clients that read only those (Spring Cloud
+	// Kubernetes' DiscoveryClient).
+	harness.Eventually(t, patience, "the Endpoints: vm-1 ready, vm-2 not", wantEndpointsObject(ns, service, imp, map[string]bool{"10.20.0.1": true, "10.20.0.2": false}))
 	var svc corev1.Service
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: service}, &svc); err != nil {
 		t.Fatal(err)
@@ -144,6 +201,7 @@ func TestImport_AVMOnlyAppBecomesAServiceWithOneEndpointPerInstance(t *testing.T
 		t.Fatal(err)
 	}
 	harness.Eventually(t, patience, "vm-2 ready once UP", wantEndpoints(ns, service, map[string]bool{"10.20.0.1": true, "10.20.0.2": true}))
+	harness.Eventually(t, patience, "vm-2 ready in the Endpoints once UP", wantEndpointsObject(ns, service, imp, map[string]bool{"10.20.0.1": true, "10.20.0.2": true}))
 	// What an operator sees of it: the gauge, and a Normal Event per write.
 	harness.Eventually(t, patience, "the gauge and an Event say 2 of 2 ready", func() error {
 		if got, err := importGauge(ns, imp.Name); err != nil || fmt.Sprint(got) != "map[ready:2 total:2]" {
@@ -166,9 +224,13 @@ func TestImport_AVMOnlyAppBecomesAServiceWithOneEndpointPerInstance(t *testing.T
 	if err := k8s.Delete(context.Background(), imp); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, patience, "the Service and slices gone", func() error {
+	harness.Eventually(t, patience, "the Service, Endpoints and slices gone", func() error {
 		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: service}, &svc); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("Service: %v", err)
+		}
+		var eps corev1.Endpoints
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: service}, &eps); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Endpoints: %v", err)
 		}
 		if eps, _, err := importedEndpoints(ns, service); err != nil || len(eps) > 0 {
 			return fmt.Errorf("slices left: %v %v", eps, err)
@@ -248,6 +310,122 @@ func TestImport_NeverTakesOverAServiceItDidNotMake(t *testing.T) {
 	}
 }
 
+// The name handed to Kubernetes (docs/operations.md, "From VMs to the day
+// Eureka retires"): the Service's marks are taken off and it gets a
+// selector, and Kubernetes' endpoints controller then writes the Endpoints
+// of the name, relabelled as the Service, the import's owner reference
+// left on. Deleting the import leaves that Endpoints alone: it lacks the
+// import's marks, and import-write-policy would refuse its deletion.
+func TestImport_DeletingLeavesAnEndpointsKubernetesTookOverAlone(t *testing.T) {
+	ns := newNamespace(t)
+	app := "HANDED-" + strings.ToUpper(ns[len(ns)-5:])
+	vm(t, directClient(t, server.URL()), app, "vm-1:handed:8080", "10.25.0.1", eureka.StatusUp, "")
+	imp := newImport(t, ns, app, nil)
+	service := strings.ToLower(app)
+	harness.Eventually(t, patience, "the import's Endpoints", wantEndpointsObject(ns, service, imp, map[string]bool{"10.25.0.1": true}))
+	key := client.ObjectKey{Namespace: ns, Name: service}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var svc corev1.Service
+		if err := k8s.Get(context.Background(), key, &svc); err != nil {
+			return err
+		}
+		svc.OwnerReferences = nil
+		delete(svc.Labels, controller.ImportLabel)
+		return k8s.Update(context.Background(), &svc)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the import says ServiceNotOwned", func() error {
+		if c, _, err := importCondition(imp, "ServiceOwned"); err != nil || c == nil || c.Reason != "ServiceNotOwned" {
+			return fmt.Errorf("ServiceOwned %+v (%v)", c, err)
+		}
+		return nil
+	})
+	// As the endpoints controller writes it: the Service's labels.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var eps corev1.Endpoints
+		if err := k8s.Get(context.Background(), key, &eps); err != nil {
+			return err
+		}
+		eps.Labels = map[string]string{"app": service}
+		return k8s.Update(context.Background(), &eps)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Delete(context.Background(), imp); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the import gone", func() error {
+		if _, _, err := importCondition(imp, "Synced"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("import still there: %v", err)
+		}
+		return nil
+	})
+	var eps corev1.Endpoints
+	if err := k8s.Get(context.Background(), key, &eps); err != nil {
+		t.Fatalf("the Endpoints Kubernetes took over was deleted: %v", err)
+	}
+	if eps.Labels["app"] != service || len(eps.Subsets) != 1 {
+		t.Errorf("the Endpoints Kubernetes took over changed: %+v", eps)
+	}
+}
+
+func TestImport_NeverTakesOverEndpointsItDidNotMake(t *testing.T) {
+	ns := newNamespace(t)
+	app := "INVOICES-" + strings.ToUpper(ns[len(ns)-5:])
+	vm(t, directClient(t, server.URL()), app, "vm-1:invoices:8080", "10.22.1.1", eureka.StatusUp, "")
+	// Endpoints made by hand for the name, with no Service yet: the
+	// classic way to point at VMs.
+	theirs := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "invoices", Labels: map[string]string{"app.kubernetes.io/managed-by": "Helm"}},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.99.0.1"}}, Ports: []corev1.EndpointPort{{Name: "web", Port: 9090}}}}}
+	if err := k8s.Create(context.Background(), theirs); err != nil {
+		t.Fatal(err)
+	}
+	imp := newImport(t, ns, app, func(spec *v1alpha1.EurekaImportSpec) { spec.Service.Name = "invoices" })
+	harness.Eventually(t, patience, "ServiceOwned False naming the Endpoints' owner", func() error {
+		c, got, err := importCondition(imp, "ServiceOwned")
+		if err != nil {
+			return err
+		}
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "EndpointsNotOwned" || !strings.Contains(c.Message, "Endpoints invoices") || !strings.Contains(c.Message, "Helm") {
+			return fmt.Errorf("ServiceOwned %+v", c)
+		}
+		if s := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSynced); s == nil || s.Status != metav1.ConditionFalse {
+			return fmt.Errorf("Synced %+v", s)
+		}
+		return nil
+	})
+	// Nothing written: no Service (their Endpoints would be its
+	// endpoints), no slices, their Endpoints as they were.
+	if err := serviceGone(ns, "invoices")(); err != nil {
+		t.Errorf("a Service was made over their Endpoints: %v", err)
+	}
+	if eps, _, _ := importedEndpoints(ns, "invoices"); len(eps) > 0 {
+		t.Errorf("slices written: %v", eps)
+	}
+	check := func() {
+		t.Helper()
+		var got corev1.Endpoints
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(theirs), &got); err != nil {
+			t.Fatalf("their Endpoints: %v", err)
+		}
+		if got.ResourceVersion != theirs.ResourceVersion || len(got.OwnerReferences) > 0 {
+			t.Errorf("their Endpoints changed: %+v", got)
+		}
+	}
+	check()
+	if err := k8s.Delete(context.Background(), imp); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the import gone", func() error {
+		if _, _, err := importCondition(imp, "Synced"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("import still there: %v", err)
+		}
+		return nil
+	})
+	check()
+}
+
 func TestImport_AnAppNotYetInEurekaWaitsAndEurekaDownKeepsTheEndpoints(t *testing.T) {
 	ns := newNamespace(t)
 	c := directClient(t, server.URL())
@@ -276,6 +454,9 @@ func TestImport_AnAppNotYetInEurekaWaitsAndEurekaDownKeepsTheEndpoints(t *testin
 		}
 		if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "kept as last read") {
 			return fmt.Errorf("Synced %+v", cond)
+		}
+		if err := wantEndpointsObject(ns, service, imp, map[string]bool{"10.23.0.1": true})(); err != nil {
+			return err
 		}
 		return wantEndpoints(ns, service, map[string]bool{"10.23.0.1": true})()
 	})
@@ -407,6 +588,8 @@ func TestImport_APatternImportsEachMatchingAppAsItsOwnService(t *testing.T) {
 	if child.Spec.App != billing || child.Spec.Service.Name != "" || child.Labels[v1alpha1.ImportPatternLabel] != parent.Name {
 		t.Errorf("billing's import: app %q, service %q, labels %v", child.Spec.App, child.Spec.Service.Name, child.Labels)
 	}
+	// Each app's import keeps its Endpoints too, as a single import does.
+	harness.Eventually(t, patience, "billing's Endpoints, its import's", wantEndpointsObject(ns, billingSvc, &child, map[string]bool{"10.24.0.1": true, "10.24.0.2": false}))
 	harness.Eventually(t, patience, "the pattern's status sums up its imports", func() error {
 		cond, got, err := importCondition(parent, v1alpha1.ConditionSynced)
 		if err != nil {
@@ -459,6 +642,7 @@ func TestImport_APatternImportsEachMatchingAppAsItsOwnService(t *testing.T) {
 	})
 	harness.Eventually(t, patience, "ledger's import gone", wantPatternImports(ns, parent, billingSvc, stockSvc))
 	harness.Eventually(t, patience, "ledger's Service gone", serviceGone(ns, ledgerSvc))
+	harness.Eventually(t, patience, "ledger's Endpoints gone", endpointsObjectGone(ns, ledgerSvc))
 
 	// Deleting the pattern removes every app's import and Service.
 	if err := k8s.Delete(context.Background(), parent); err != nil {
@@ -473,6 +657,9 @@ func TestImport_APatternImportsEachMatchingAppAsItsOwnService(t *testing.T) {
 		}
 		for _, name := range []string{billingSvc, stockSvc} {
 			if err := serviceGone(ns, name)(); err != nil {
+				return err
+			}
+			if err := endpointsObjectGone(ns, name)(); err != nil {
 				return err
 			}
 			if eps, _, err := importedEndpoints(ns, name); err != nil || len(eps) > 0 {

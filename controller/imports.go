@@ -30,12 +30,12 @@ import (
 
 // Imports: the other direction. An EurekaImport keeps a selector-less
 // Service of its namespace, and EndpointSlices with one endpoint per
-// instance of a Eureka app (import_plan.go says how), from the registry
-// read every syncer of the same servers shares: the cost of a thousand
-// imports is one read per resync, and a slice is written only when it
-// changes. The Service and slices carry the import as owner and label;
-// nothing else's is ever changed, and deleting the import removes exactly
-// them.
+// instance of a Eureka app (import_plan.go says how), and the same as an
+// Endpoints (import_endpoints.go), from the registry read every syncer of
+// the same servers shares: the cost of a thousand imports is one read per
+// resync, and a slice is written only when it changes. The Service,
+// Endpoints and slices carry the import as owner and label; nothing
+// else's is ever changed, and deleting the import removes exactly them.
 
 // Reasons of an import's conditions.
 const (
@@ -52,6 +52,9 @@ const (
 	// reasonEndpointsChanged is the Normal Event of a pass that wrote
 	// slices: at most one per registry read, none while nothing changes.
 	reasonEndpointsChanged = "EndpointsChanged"
+	// reasonEndpointsNotOwned: an Endpoints of the Service's name exists
+	// that the import did not make.
+	reasonEndpointsNotOwned = "EndpointsNotOwned"
 )
 
 // Import condition types beyond the syncer's (Synced, EurekaReachable,
@@ -72,13 +75,15 @@ func setupImports(mgr manager.Manager, r *Reconciler) error {
 		Named("eurekaimport").
 		For(&v1alpha1.EurekaImport{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A Service or slice of an import changed or deleted by hand is
-		// put back. Their creation is the import's own doing (or, at
-		// start, the initial list, when every import is queued anyway):
-		// queueing the import again would only re-read what it wrote,
-		// from a cache that may not have its status yet, and write that
-		// status twice.
+		// put back, and so is its Endpoints (the cache holds only
+		// imports': endpointsCache). Their creation is the import's own
+		// doing (or, at start, the initial list, when every import is
+		// queued anyway): queueing the import again would only re-read
+		// what it wrote, from a cache that may not have its status yet,
+		// and write that status twice.
 		Owns(&corev1.Service{}, builder.WithPredicates(notCreated)).
 		Owns(&discoveryv1.EndpointSlice{}, builder.WithPredicates(notCreated)).
+		Owns(watchedEndpoints(), builder.WithPredicates(notCreated)).
 		// A pattern import's imports, one per app: their statuses make
 		// its own (import_pattern.go).
 		Owns(&v1alpha1.EurekaImport{}).
@@ -121,7 +126,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		}
 		forgetImportMetrics(imp.Namespace, imp.Name)
 		r.follow.forget(req.NamespacedName)
-		log.Info("import deleted: its Service and EndpointSlices removed")
+		log.Info("import deleted: its Service, Endpoints and EndpointSlices removed")
 		return reconcile.Result{}, nil
 	}
 	if controllerutil.AddFinalizer(&imp, importFinalizer) {
@@ -157,7 +162,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 	all := registry.Instances(imp.EffectiveApp())
 	plan := planImport(&imp, importedInstances(&imp, all, r.opts.ClusterID))
-	owner, written, err := r.applyImport(ctx, &imp, &plan)
+	owner, ownerReason, written, err := r.applyImport(ctx, &imp, &plan)
 	if err != nil {
 		// Said on the import, not only in the manager's log; the
 		// controller retries with backoff.
@@ -169,12 +174,12 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		return reconcile.Result{}, err
 	}
 	if owner != "" {
-		set(conditionServiceOwned, false, reasonServiceNotOwned, owner)
-		set(v1alpha1.ConditionSynced, false, reasonServiceNotOwned, owner)
-		r.recorder.Eventf(&imp, nil, corev1.EventTypeWarning, reasonServiceNotOwned, "Import", "%s", truncate(owner, maxEventNote))
+		set(conditionServiceOwned, false, ownerReason, owner)
+		set(v1alpha1.ConditionSynced, false, ownerReason, owner)
+		r.recorder.Eventf(&imp, nil, corev1.EventTypeWarning, ownerReason, "Import", "%s", truncate(owner, maxEventNote))
 		return r.finishImport(ctx, &imp, before)
 	}
-	set(conditionServiceOwned, true, reasonServiceOwned, fmt.Sprintf("Service %s and its EndpointSlices are this import's", plan.service.Name))
+	set(conditionServiceOwned, true, reasonServiceOwned, fmt.Sprintf("Service %s, its Endpoints and its EndpointSlices are this import's", plan.service.Name))
 	r.follow.saw(req.NamespacedName, imp.EffectiveApp(), registry) // the slices hold this read of the app
 	st.ReadyEndpoints, st.TotalEndpoints = plan.ready, plan.total
 	setImportGauges(imp.Namespace, imp.Name, plan.ready, plan.total)
@@ -296,45 +301,54 @@ func expiredLeases(all []eureka.Instance, now time.Time) []string {
 	return out
 }
 
-// applyImport makes the Service and slices what plan wants, writing only
-// what differs, and counts the slices it created, updated or deleted. It
-// returns a message naming the owner when the Service's name is taken by
-// something the import did not make; nothing is written then.
-func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.EurekaImport, plan *importPlan) (string, int, error) {
+// applyImport makes the Service, its Endpoints and slices what plan
+// wants, writing only what differs, and counts the slices it created,
+// updated or deleted. It returns a message naming the owner, and the
+// reason, when the Service's name is taken by a Service or Endpoints the
+// import did not make; nothing is written then.
+func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.EurekaImport, plan *importPlan) (string, string, int, error) {
 	written := 0
 	var svc corev1.Service
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(&plan.service), &svc)
 	switch {
+	case apierrors.IsNotFound(err): // made below, after its Endpoints
+	case err != nil:
+		return "", "", written, fmt.Errorf("read Service %s: %w", plan.service.Name, err)
+	case !metav1.IsControlledBy(&svc, imp):
+		return notOwnedMessage("Service", &svc), reasonServiceNotOwned, 0, nil
+	}
+	// The Endpoints before the Service: a stranger's Endpoints of the name
+	// would become the Service's endpoints for whoever reads Endpoints.
+	if owner, eerr := r.applyEndpoints(ctx, imp, &plan.endpoints); eerr != nil || owner != "" {
+		return owner, reasonEndpointsNotOwned, 0, eerr
+	}
+	switch {
 	case apierrors.IsNotFound(err):
 		if err := controllerutil.SetControllerReference(imp, &plan.service, r.client.Scheme()); err != nil {
-			return "", written, err
+			return "", "", written, err
 		}
 		if err := r.client.Create(ctx, &plan.service); err != nil {
-			return "", written, fmt.Errorf("create Service %s: %w", plan.service.Name, err)
+			return "", "", written, fmt.Errorf("create Service %s: %w", plan.service.Name, err)
 		}
-	case err != nil:
-		return "", written, fmt.Errorf("read Service %s: %w", plan.service.Name, err)
-	case !metav1.IsControlledBy(&svc, imp):
-		return notOwnedMessage(&svc), 0, nil
 	case importServiceDiffers(&svc, &plan.service):
 		if (svc.Spec.ClusterIP == corev1.ClusterIPNone) != (plan.service.Spec.ClusterIP == corev1.ClusterIPNone) {
 			// ClusterIP and headless cannot turn into each other: make it anew.
 			if err := r.client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
-				return "", written, fmt.Errorf("delete Service %s to change its type: %w", svc.Name, err)
+				return "", "", written, fmt.Errorf("delete Service %s to change its type: %w", svc.Name, err)
 			}
-			return "", written, fmt.Errorf("made Service %s anew for its new type: retry", svc.Name)
+			return "", "", written, fmt.Errorf("made Service %s anew for its new type: retry", svc.Name)
 		}
 		// A selector added by hand would have Kubernetes' endpoint slice
 		// controller add slices of its own: it goes too.
 		svc.Spec.Ports, svc.Spec.Selector = plan.service.Spec.Ports, nil
 		if err := r.client.Update(ctx, &svc); err != nil {
-			return "", written, fmt.Errorf("update Service %s: %w", svc.Name, err)
+			return "", "", written, fmt.Errorf("update Service %s: %w", svc.Name, err)
 		}
 	}
 
 	var existing discoveryv1.EndpointSliceList
 	if err := r.client.List(ctx, &existing, client.InNamespace(imp.Namespace), client.MatchingLabels{ImportLabel: imp.Name}); err != nil {
-		return "", written, fmt.Errorf("list EndpointSlices: %w", err)
+		return "", "", written, fmt.Errorf("list EndpointSlices: %w", err)
 	}
 	have := map[string]*discoveryv1.EndpointSlice{}
 	for i := range existing.Items {
@@ -349,10 +363,10 @@ func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.Eureka
 		switch {
 		case !ok:
 			if err := controllerutil.SetControllerReference(imp, want, r.client.Scheme()); err != nil {
-				return "", written, err
+				return "", "", written, err
 			}
 			if err := r.client.Create(ctx, want); err != nil {
-				return "", written, fmt.Errorf("create EndpointSlice %s: %w", want.Name, err)
+				return "", "", written, fmt.Errorf("create EndpointSlice %s: %w", want.Name, err)
 			}
 			written++
 		case !equality.Semantic.DeepEqual(got.Endpoints, want.Endpoints) || !equality.Semantic.DeepEqual(got.Ports, want.Ports) ||
@@ -360,18 +374,18 @@ func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.Eureka
 			got.Endpoints, got.Ports = want.Endpoints, want.Ports
 			got.Labels[discoveryv1.LabelServiceName] = want.Labels[discoveryv1.LabelServiceName]
 			if err := r.client.Update(ctx, got); err != nil {
-				return "", written, fmt.Errorf("update EndpointSlice %s: %w", got.Name, err)
+				return "", "", written, fmt.Errorf("update EndpointSlice %s: %w", got.Name, err)
 			}
 			written++
 		}
 	}
 	for _, stale := range have {
 		if err := r.client.Delete(ctx, stale, client.Preconditions{UID: &stale.UID}); client.IgnoreNotFound(err) != nil {
-			return "", written, fmt.Errorf("delete EndpointSlice %s: %w", stale.Name, err)
+			return "", "", written, fmt.Errorf("delete EndpointSlice %s: %w", stale.Name, err)
 		}
 		written++
 	}
-	return "", written, nil
+	return "", "", written, nil
 }
 
 // importServiceDiffers is true when the Service's ports or type are not
@@ -389,21 +403,24 @@ func importServiceDiffers(got, want *corev1.Service) bool {
 	return len(got.Spec.Selector) > 0
 }
 
-// notOwnedMessage names who a Service belongs to that an import would
-// have made.
-func notOwnedMessage(svc *corev1.Service) string {
+// notOwnedMessage names who a Service (or Endpoints, kind) belongs to
+// that an import would have made.
+func notOwnedMessage(kind string, obj client.Object) string {
 	owner := "no owner reference; it was made by hand or by another tool"
-	if ref := metav1.GetControllerOf(svc); ref != nil {
+	if ref := metav1.GetControllerOf(obj); ref != nil {
 		owner = fmt.Sprintf("it belongs to %s %s", ref.Kind, ref.Name)
-	} else if m := svc.Labels["app.kubernetes.io/managed-by"]; m != "" {
+	} else if m := obj.GetLabels()["app.kubernetes.io/managed-by"]; m != "" {
 		owner = "it is managed by " + m
 	}
-	return fmt.Sprintf("Service %s exists and is not this import's (%s): nothing is written to it; set spec.service.name to a free name, or delete that Service", svc.Name, owner)
+	return fmt.Sprintf("%s %s exists and is not this import's (%s): nothing is written to it; set spec.service.name to a free name, or delete it", kind, obj.GetName(), owner)
 }
 
-// removeImported deletes the Service and slices the import made, and
-// nothing else.
+// removeImported deletes the Service, Endpoints and slices the import
+// made, and nothing else.
 func (r *importReconciler) removeImported(ctx context.Context, imp *v1alpha1.EurekaImport) error {
+	if err := r.removeEndpoints(ctx, imp); err != nil {
+		return err
+	}
 	var slices discoveryv1.EndpointSliceList
 	if err := r.client.List(ctx, &slices, client.InNamespace(imp.Namespace), client.MatchingLabels{ImportLabel: imp.Name}); err != nil {
 		return fmt.Errorf("list EndpointSlices: %w", err)

@@ -55,8 +55,8 @@ func indexPods(ctx context.Context, mgr manager.Manager) error {
 }
 
 // CacheOptions are the cache settings the reconciler needs of its
-// manager: managedFields stripped from every object, and pods trimmed to
-// what the reconciler reads (TrimPod).
+// manager: managedFields stripped from every object, pods trimmed to
+// what the reconciler reads (TrimPod), and of Endpoints only imports'.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		// managedFields are most of an object's bytes and nothing here
@@ -64,6 +64,9 @@ func CacheOptions() cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Transform: TrimPod},
+			// Imports' Endpoints only, not every Service's of the
+			// cluster.
+			watchedEndpoints(): endpointsCache(),
 		},
 	}
 }

@@ -1,5 +1,7 @@
 package admission
 
+//lint:file-ignore SA1019 an import keeps core/v1 Endpoints (for Spring Cloud Kubernetes), and the policy holds the manager to its own.
+
 import (
 	"context"
 	"encoding/json"
@@ -286,9 +288,10 @@ const importWritePolicy = "eurekube-manager-import-writes"
 // The marks of an import's Service and slices, in the words of the
 // policy's refusals.
 const (
-	markLabel     = "the label " + controller.ImportLabel
-	markOwner     = "an ownerReference with controller: true to the EurekaImport (eurekube.io/v1alpha1) that label names"
-	markManagedBy = "the label " + discoveryv1.LabelManagedBy + "=" + controller.ImportManagedBy
+	markLabel      = "the label " + controller.ImportLabel
+	markOwner      = "an ownerReference with controller: true to the EurekaImport (eurekube.io/v1alpha1) that label names"
+	markManagedBy  = "the label " + discoveryv1.LabelManagedBy + "=" + controller.ImportManagedBy
+	markSkipMirror = "the label " + discoveryv1.LabelSkipMirror + "=true"
 )
 
 // RBAC lets the manager create, update and delete any Service and
@@ -322,10 +325,17 @@ func TestImportWritePolicy_TheManagerWritesOnlyItsImportsServicesAndSlices(t *te
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.1.0.7"}}},
 	})
+	// The Endpoints Kubernetes' endpoints controller keeps for it.
+	teamsEndpoints := createAsAdmin(t, &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Namespace: team, Name: "orders"},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.1.0.7"}},
+			Ports: []corev1.EndpointPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}}},
+	})
 	// An import's, made by the manager.
 	svc := importService(t, imp, "payments")
 	slice := importSlice(t, imp, "payments", "10.0.0.1")
-	for _, obj := range []client.Object{svc, slice} {
+	eps := importEndpoints(t, imp, "payments", "10.0.0.1")
+	for _, obj := range []client.Object{svc, slice, eps} {
 		if err := asManager.Create(ctx, obj); err != nil {
 			t.Fatalf("the manager's create of %T %s was refused: %v", obj, obj.GetName(), err)
 		}
@@ -373,6 +383,39 @@ func TestImportWritePolicy_TheManagerWritesOnlyItsImportsServicesAndSlices(t *te
 			}
 			return asManager.Create(ctx, s)
 		}, "the EndpointSlice kube-system/kube-dns-eurekube it creates lacks " + markLabel},
+		{"a change to the Endpoints Kubernetes keeps for a team's Service", func(t *testing.T) error {
+			e := teamsEndpoints.DeepCopy()
+			e.Subsets[0].Addresses[0].IP = "203.0.113.9"
+			return asManager.Update(ctx, e)
+		}, "Endpoints " + team + "/orders is not one: it lacks " + markLabel + ", " + markOwner + ", " + markSkipMirror},
+		{"a team's Endpoints marked as the import's, to adopt it", func(t *testing.T) error {
+			e := teamsEndpoints.DeepCopy()
+			teamImport := importOwner(team, imp.Name)
+			e.Labels = map[string]string{controller.ImportLabel: teamImport.Name, discoveryv1.LabelSkipMirror: "true"}
+			mustOwn(t, teamImport, e)
+			return asManager.Update(ctx, e)
+		}, "Endpoints " + team + "/orders is not one"},
+		{"deleting the Endpoints of a team's Service", func(t *testing.T) error {
+			return asManager.Delete(ctx, teamsEndpoints.DeepCopy())
+		}, "Endpoints " + team + "/orders is not one"},
+		{"Endpoints for kube-dns in kube-system, unmarked", func(t *testing.T) error {
+			e := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kube-dns-eurekube"},
+				Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "203.0.113.9"}},
+					Ports: []corev1.EndpointPort{{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP}}}}}
+			return asManager.Create(ctx, e)
+		}, "the Endpoints kube-system/kube-dns-eurekube it creates lacks " + markLabel},
+		{"taking skip-mirror off its Endpoints, to have Kubernetes mirror it", func(t *testing.T) error {
+			e := getAsAdmin(t, eps)
+			delete(e.Labels, discoveryv1.LabelSkipMirror)
+			return asManager.Update(ctx, e)
+		}, "this request leaves Endpoints " + ns + "/payments without " + markSkipMirror},
+		{"handing its Endpoints to another import", func(t *testing.T) error {
+			e := getAsAdmin(t, eps)
+			e.Labels[controller.ImportLabel] = other.Name
+			e.OwnerReferences = nil
+			mustOwn(t, other, e)
+			return asManager.Update(ctx, e)
+		}, "may not hand Endpoints " + ns + "/payments from one EurekaImport to another"},
 		{"taking the import label off its Service", func(t *testing.T) error {
 			s := getAsAdmin(t, svc)
 			delete(s.Labels, controller.ImportLabel)
@@ -414,7 +457,7 @@ func TestImportWritePolicy_TheManagerWritesOnlyItsImportsServicesAndSlices(t *te
 	}
 
 	t.Run("the denied objects are unchanged", func(t *testing.T) {
-		for _, obj := range []client.Object{dns, teams, teamsSlice, svc, slice} {
+		for _, obj := range []client.Object{dns, teams, teamsSlice, teamsEndpoints, svc, slice, eps} {
 			got := obj.DeepCopyObject().(client.Object)
 			if err := suite.c.Get(ctx, client.ObjectKeyFromObject(obj), got); err != nil {
 				t.Fatalf("%T %s/%s: %v", obj, obj.GetNamespace(), obj.GetName(), err)
@@ -445,7 +488,15 @@ func TestImportWritePolicy_TheManagerWritesOnlyItsImportsServicesAndSlices(t *te
 		if err := asManager.Create(ctx, headless); err != nil {
 			t.Fatalf("the manager's create of a headless Service was refused: %v", err)
 		}
-		for _, obj := range []client.Object{s, getAsAdmin(t, svc), headless} {
+		e := getAsAdmin(t, eps)
+		e.Subsets[0].NotReadyAddresses = []corev1.EndpointAddress{{IP: "10.0.0.2"}}
+		e.Annotations = map[string]string{corev1.EndpointsOverCapacity: "truncated"}
+		if err := asManager.Update(ctx, e); err != nil {
+			t.Fatalf("the manager's update of its Endpoints' subsets was refused: %v", err)
+		}
+		// The Endpoints first: Kubernetes' endpoints controller deletes
+		// the Endpoints of a Service deleted.
+		for _, obj := range []client.Object{getAsAdmin(t, eps), s, getAsAdmin(t, svc), headless} {
 			uid := obj.GetUID()
 			if err := asManager.Delete(ctx, obj, client.Preconditions{UID: &uid}); err != nil {
 				t.Fatalf("the manager's delete of %T %s was refused: %v", obj, obj.GetName(), err)
@@ -475,12 +526,14 @@ func TestImportWritePolicy_ACreateLackingAnyMarkIsRefusedNamingIt(t *testing.T) 
 		"another version": func(r *metav1.OwnerReference) { r.APIVersion, r.BlockOwnerDeletion = "eurekube.io/v1", nil },
 	}
 	managedBy := map[string]*string{"absent": nil, "eurekube.io": ptr(controller.ImportManagedBy), "another manager's": ptr("endpointslice-controller.k8s.io")}
+	// On Endpoints, the third mark is skip-mirror.
+	skipMirror := map[string]*string{"absent": nil, "eurekube.io": ptr("true"), "another manager's": ptr("false")}
 
 	n := 0
 	for labelCase, label := range labels {
 		for ownerCase, owner := range owners {
 			for managedByCase, manager := range managedBy {
-				for _, kind := range []string{"Service", "EndpointSlice"} {
+				for _, kind := range []string{"Service", "EndpointSlice", "Endpoints"} {
 					if kind == "Service" && managedByCase != "absent" {
 						continue
 					}
@@ -488,16 +541,23 @@ func TestImportWritePolicy_ACreateLackingAnyMarkIsRefusedNamingIt(t *testing.T) 
 					name := fmt.Sprintf("marks-%d", n)
 					var obj client.Object = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 						Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}}}}
-					if kind == "EndpointSlice" {
+					thirdKey, third := discoveryv1.LabelManagedBy, manager
+					switch kind {
+					case "EndpointSlice":
 						obj = &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 							AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}}}
+					case "Endpoints":
+						obj = &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+							Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: "10.0.0.1"}},
+								Ports: []corev1.EndpointPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}}}}
+						thirdKey, third = discoveryv1.LabelSkipMirror, skipMirror[managedByCase]
 					}
 					l := map[string]string{}
 					if label != nil {
 						l[controller.ImportLabel] = *label
 					}
-					if manager != nil {
-						l[discoveryv1.LabelManagedBy] = *manager
+					if third != nil {
+						l[thirdKey] = *third
 					}
 					obj.SetLabels(l)
 					if owner != nil {
@@ -517,7 +577,13 @@ func TestImportWritePolicy_ACreateLackingAnyMarkIsRefusedNamingIt(t *testing.T) 
 					if kind == "EndpointSlice" && managedByCase != "eurekube.io" {
 						lacks = append(lacks, markManagedBy)
 					}
+					if kind == "Endpoints" && managedByCase != "eurekube.io" {
+						lacks = append(lacks, markSkipMirror)
+					}
 					what := fmt.Sprintf("%s with label %s, owner %s, managed-by %s", kind, labelCase, ownerCase, managedByCase)
+					if kind == "Endpoints" {
+						what = fmt.Sprintf("%s with label %s, owner %s, skip-mirror %s", kind, labelCase, ownerCase, map[string]string{"absent": "absent", "eurekube.io": "true", "another manager's": "false"}[managedByCase])
+					}
 					err := asManager.Create(ctx, obj)
 					if len(lacks) == 0 {
 						if err != nil {
@@ -593,6 +659,22 @@ func importSlice(t *testing.T, imp *v1alpha1.EurekaImport, service, addr string)
 	}
 	mustOwn(t, imp, s)
 	return s
+}
+
+// importEndpoints is the Endpoints planImport builds for imp's Service,
+// one UP instance at addr.
+func importEndpoints(t *testing.T, imp *v1alpha1.EurekaImport, service, addr string) *corev1.Endpoints {
+	t.Helper()
+	e := &corev1.Endpoints{
+		ObjectMeta: metav1.ObjectMeta{Namespace: imp.Namespace, Name: service, Labels: map[string]string{
+			controller.ImportLabel:      imp.Name,
+			discoveryv1.LabelSkipMirror: "true",
+		}},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: addr}},
+			Ports: []corev1.EndpointPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}}}},
+	}
+	mustOwn(t, imp, e)
+	return e
 }
 
 // mustOwn makes imp obj's controller, as the reconciler does.
