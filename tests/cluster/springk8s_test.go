@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,19 +40,15 @@ import (
 // Kubernetes Java client flavour, tests/spring-k8s-client) runs in a pod
 // of that namespace with nothing but its service account, allowed by a
 // Role to get, list and watch services, endpoints and endpointslices
-// there, as docs/operations.md tells users to grant. Its @LoadBalanced
+// there, as docs/operations.md tells users to grant. Its load balancer is
+// in Spring Cloud Kubernetes' default POD mode: its @LoadBalanced
 // RestClient calls http://tariffs/ ten times a second, each call on a new
-// connection: Spring Cloud LoadBalancer asks Spring Cloud Kubernetes for
-// the service id tariffs, which finds the Service by name through the API
-// server; the cluster's DNS and kube-proxy route each call to an endpoint
-// of the import's slices. A second VM joins and answers too. No call
-// fails.
-//
-// The app's DiscoveryClient lists the Service by name as well; the
-// instances it reports for it are logged, not asserted: Spring Cloud
-// Kubernetes' DiscoveryClient reads a service's instances from Endpoints
-// objects, which an import does not write (only EndpointSlices), so a
-// load balancer in its POD mode would find none (docs/operations.md).
+// connection, and Spring Cloud LoadBalancer sends each straight to one of
+// the instances the DiscoveryClient reports for the service id tariffs,
+// which it reads from the import's core/v1 Endpoints. The DiscoveryClient
+// reports the VM (at the node's IP and the VM's port) and no call fails.
+// A second VM joins on another port of the same address (one machine):
+// see below for what Spring Cloud Kubernetes 3.3 makes of that.
 func TestSpringK8s_ADiscoveryClientInAPodCallsAnImportedVMServiceByName(t *testing.T) {
 	story(t, 120*time.Second)
 	ctx := context.Background()
@@ -89,18 +86,32 @@ func TestSpringK8s_ADiscoveryClientInAPodCallsAnImportedVMServiceByName(t *testi
 	started := time.Now()
 	caller := startSpringK8sClient(t, ns, ref, app)
 	t.Logf("the Spring Cloud Kubernetes pod ready (its JVM started) %s after it was created", time.Since(started).Round(time.Millisecond))
+	// What the app's DiscoveryClient sees: the Service, and the VM as its
+	// one instance. Its load balancer calls that instance.
+	seen := caller.discovered(t, app, vm1)
+	t.Logf("the DiscoveryClient (%s) lists services %v and reports %s's instances %v", seen.Client, seen.Services, app, seen.Instances)
 	waitAnswered(t, caller, harness.SpringStats{}, []string{"vm-1"})
-
-	seen := caller.discovery(t)
-	if !slices.Contains(seen.Services, app) {
-		t.Fatalf("the DiscoveryClient (%s) lists services %v, not %s", seen.Client, seen.Services, app)
+	afterCalls(t, caller, 100)
+	one := caller.statsT(t)
+	if one.Failed != 0 {
+		t.Fatalf("%d of %d calls of http://%s/ failed (last error: %s)", one.Failed, one.OK+one.Failed, app, one.LastError)
 	}
-	t.Logf("the DiscoveryClient (%s) lists services %v; it reports %d instances of %s %v (it reads Endpoints, which the import does not write)",
-		seen.Client, seen.Services, len(seen.Instances), app, seen.Instances)
+	t.Logf("%d calls of http://%s/ through Spring Cloud Kubernetes (POD mode), 0 failed; answered by %v", one.OK, app, one.ByInstance)
 
-	// A second VM: ready in the slice, then answering the app's calls.
+	// A second VM, on this one machine at another port of the same
+	// address: ready in the slice, and in the Endpoints a second subset
+	// naming the same port. Spring Cloud Kubernetes 3.3's DiscoveryClient
+	// cannot read that (it maps the Endpoints' port names to numbers
+	// across subsets, and a name twice throws): it says so, and its load
+	// balancer has no instance. VMs of their own, one address each and
+	// the same port, make one subset (docs/operations.md). Should a later
+	// release read it, the story goes on: both reported, both called.
 	vm2 := startImportedVM(t, app, "vm-2")
 	watched.wait(t, 3*time.Minute, "vm-2's endpoint ready", ready(vm2.port))
+	if seen, limited := caller.discoveredOrDuplicatePort(t, app, vm1, vm2); limited {
+		t.Logf("after vm-2 joined on a second port of the same address, the DiscoveryClient says %q: Spring Cloud Kubernetes' limit, not the import's", seen.Error)
+		return
+	}
 	waitAnswered(t, caller, caller.statsT(t), []string{"vm-2"})
 	afterCalls(t, caller, 100)
 
@@ -113,7 +124,7 @@ func TestSpringK8s_ADiscoveryClientInAPodCallsAnImportedVMServiceByName(t *testi
 			t.Fatalf("no call reached %s: %v", vm, total.ByInstance)
 		}
 	}
-	t.Logf("%d calls of http://%s/ through Spring Cloud Kubernetes, 0 failed; answered by %v", total.OK, app, total.ByInstance)
+	t.Logf("%d calls of http://%s/ through Spring Cloud Kubernetes (POD mode), 0 failed; answered by %v", total.OK, app, total.ByInstance)
 }
 
 // springK8sImage builds (or finds cached) the Spring Cloud Kubernetes
@@ -211,33 +222,95 @@ func startSpringK8sClient(t *testing.T, ns, image, service string) *springK8sCli
 	return &springK8sClient{podCaller{statsURL: base + "/stats"}}
 }
 
-// discoverySeen is what the app's DiscoveryClient reports (GET /discovery).
+// discoverySeen is what the app's DiscoveryClient reports (GET /discovery),
+// or what it threw (Error).
 type discoverySeen struct {
-	Client    string           `json:"client"`
-	Services  []string         `json:"services"`
-	Instances []map[string]any `json:"instances"`
+	Client    string   `json:"client"`
+	Services  []string `json:"services"`
+	Instances []struct {
+		Host string `json:"host"`
+		Port int32  `json:"port"`
+	} `json:"instances"`
+	Error string `json:"error"`
 }
 
-func (s *springK8sClient) discovery(t *testing.T) discoverySeen {
+// discovered waits until the app's DiscoveryClient lists service and
+// reports exactly vms as its instances, each at the node's IP (a VM's
+// address) and its port, and returns what it saw.
+func (s *springK8sClient) discovered(t *testing.T, service string, vms ...*importedVM) discoverySeen {
 	t.Helper()
-	u := s.statsURL[:len(s.statsURL)-len("/stats")] + "/discovery"
+	var want []string
+	for _, vm := range vms {
+		want = append(want, net.JoinHostPort(node.NodeIP, strconv.Itoa(int(vm.port))))
+	}
+	slices.Sort(want)
 	var seen discoverySeen
-	harness.Eventually(t, time.Minute, "the app's DiscoveryClient answers", func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
+	harness.Eventually(t, 2*time.Minute, fmt.Sprintf("the app's DiscoveryClient reports %s's instances %v", service, want), func() error {
+		var err error
+		if seen, err = s.discovery(); err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return err
+		if seen.Error != "" {
+			return fmt.Errorf("the DiscoveryClient (%s) threw %s", seen.Client, seen.Error)
 		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("GET %s: %s", u, resp.Status)
+		if !slices.Contains(seen.Services, service) {
+			return fmt.Errorf("the DiscoveryClient (%s) lists services %v, not %s", seen.Client, seen.Services, service)
 		}
-		return json.NewDecoder(resp.Body).Decode(&seen)
+		var got []string
+		for _, in := range seen.Instances {
+			got = append(got, net.JoinHostPort(in.Host, strconv.Itoa(int(in.Port))))
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("the DiscoveryClient (%s) reports %v", seen.Client, got)
+		}
+		return nil
 	})
 	return seen
+}
+
+// discoveredOrDuplicatePort is discovered, or true once the
+// DiscoveryClient throws on the Endpoints' port name listed in two subsets
+// (Spring Cloud Kubernetes 3.3: IllegalStateException, "Duplicate key").
+func (s *springK8sClient) discoveredOrDuplicatePort(t *testing.T, service string, vms ...*importedVM) (discoverySeen, bool) {
+	t.Helper()
+	var seen discoverySeen
+	harness.Eventually(t, 2*time.Minute, "the app's DiscoveryClient reports both VMs, or throws on the port named twice", func() error {
+		var err error
+		if seen, err = s.discovery(); err != nil {
+			return err
+		}
+		if strings.Contains(seen.Error, "Duplicate key") {
+			return nil
+		}
+		if len(seen.Instances) == len(vms) {
+			return nil
+		}
+		return fmt.Errorf("the DiscoveryClient (%s) reports %v (error %q)", seen.Client, seen.Instances, seen.Error)
+	})
+	if seen.Error != "" {
+		return seen, true
+	}
+	return s.discovered(t, service, vms...), false
+}
+
+// discovery asks the app what its DiscoveryClient sees.
+func (s *springK8sClient) discovery() (discoverySeen, error) {
+	u := s.statsURL[:len(s.statsURL)-len("/stats")] + "/discovery"
+	var seen discoverySeen
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return seen, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return seen, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return seen, fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return seen, json.NewDecoder(resp.Body).Decode(&seen)
 }

@@ -32,7 +32,7 @@ import org.springframework.web.client.RestClient;
  * pod's service account (in-cluster config). It serves what happened on GET /stats, in the shape
  * of tests/spring-client: successes, failures, the last error and which instances answered
  * (each answers its name). GET /discovery says what the DiscoveryClient itself sees: the
- * services of the namespace and the instances of eurekube.client.service.
+ * services of the namespace and the instances of eurekube.client.service, or what it threw.
  */
 @SpringBootApplication
 @RestController
@@ -103,15 +103,21 @@ public class SpringK8sClientApplication implements CommandLineRunner {
 
     @GetMapping(value = "/discovery", produces = "application/json")
     Map<String, Object> discovery() {
-        List<String> services = discoveryClient.getServices();
-        List<Map<String, Object>> instances = discoveryClient.getInstances(service).stream()
-                .map(SpringK8sClientApplication::describe)
-                .toList();
         // The composite Spring Cloud puts in front: name the clients it asks.
         String client = discoveryClient instanceof CompositeDiscoveryClient composite
                 ? String.join(", ", composite.getDiscoveryClients().stream().map(DiscoveryClient::description).toList())
                 : discoveryClient.description();
-        return Map.of("client", client, "services", services, "instances", instances);
+        try {
+            List<String> services = discoveryClient.getServices();
+            List<Map<String, Object>> instances = discoveryClient.getInstances(service).stream()
+                    .map(SpringK8sClientApplication::describe)
+                    .toList();
+            return Map.of("client", client, "services", services, "instances", instances, "error", "");
+        } catch (RuntimeException e) {
+            // What the DiscoveryClient threw, as its load balancer meets it.
+            return Map.of("client", client, "services", List.of(), "instances", List.of(),
+                    "error", e.getClass().getSimpleName() + ": " + e.getMessage());
+        }
     }
 
     private static Map<String, Object> describe(ServiceInstance in) {
