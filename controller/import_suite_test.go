@@ -129,17 +129,6 @@ func wantEndpointsObject(ns, service string, imp *v1alpha1.EurekaImport, want ma
 	}
 }
 
-// endpointsObjectGone is nil once ns has no Endpoints of the name.
-func endpointsObjectGone(ns, service string) func() error {
-	return func() error {
-		var eps corev1.Endpoints
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: service}, &eps); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("Endpoints %s: still there (%v)", service, err)
-		}
-		return nil
-	}
-}
-
 func sorted(m map[string]bool) []string {
 	var out []string
 	for k, v := range m {
@@ -296,15 +285,7 @@ func TestImport_NeverTakesOverAServiceItDidNotMake(t *testing.T) {
 		t.Errorf("slices written for a Service that is not the import's: %v", eps)
 	}
 	// Deleting the import leaves their Service alone.
-	if err := k8s.Delete(context.Background(), imp); err != nil {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, patience, "the import gone", func() error {
-		if _, _, err := importCondition(imp, "Synced"); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("import still there: %v", err)
-		}
-		return nil
-	})
+	deleteImport(t, imp)
 	if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(theirs), &svc); err != nil {
 		t.Errorf("their Service is gone with the import: %v", err)
 	}
@@ -352,15 +333,7 @@ func TestImport_DeletingLeavesAnEndpointsKubernetesTookOverAlone(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := k8s.Delete(context.Background(), imp); err != nil {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, patience, "the import gone", func() error {
-		if _, _, err := importCondition(imp, "Synced"); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("import still there: %v", err)
-		}
-		return nil
-	})
+	deleteImport(t, imp)
 	var eps corev1.Endpoints
 	if err := k8s.Get(context.Background(), key, &eps); err != nil {
 		t.Fatalf("the Endpoints Kubernetes took over was deleted: %v", err)
@@ -414,15 +387,7 @@ func TestImport_NeverTakesOverEndpointsItDidNotMake(t *testing.T) {
 		}
 	}
 	check()
-	if err := k8s.Delete(context.Background(), imp); err != nil {
-		t.Fatal(err)
-	}
-	harness.Eventually(t, patience, "the import gone", func() error {
-		if _, _, err := importCondition(imp, "Synced"); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("import still there: %v", err)
-		}
-		return nil
-	})
+	deleteImport(t, imp)
 	check()
 }
 
@@ -544,11 +509,31 @@ func wantPatternImports(ns string, parent *v1alpha1.EurekaImport, want ...string
 	}
 }
 
-func serviceGone(ns, name string) func() error {
+// deleteImport deletes imp and waits until it is gone.
+func deleteImport(t *testing.T, imp *v1alpha1.EurekaImport) {
+	t.Helper()
+	if err := k8s.Delete(context.Background(), imp); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the import gone", func() error {
+		if _, _, err := importCondition(imp, "Synced"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("import still there: %v", err)
+		}
+		return nil
+	})
+}
+
+// serviceGone is nil once ns has no Service of the name.
+func serviceGone(ns, name string) func() error { return goneOf(&corev1.Service{}, ns, name) }
+
+// endpointsObjectGone is nil once ns has no Endpoints of the name.
+func endpointsObjectGone(ns, name string) func() error { return goneOf(&corev1.Endpoints{}, ns, name) }
+
+// goneOf is nil once ns has no object of obj's kind and the name.
+func goneOf(obj client.Object, ns, name string) func() error {
 	return func() error {
-		var svc corev1.Service
-		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &svc); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("Service %s: %v", name, err)
+		if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("%T %s: still there (%v)", obj, name, err)
 		}
 		return nil
 	}

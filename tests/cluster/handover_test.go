@@ -111,6 +111,13 @@ func TestHandover_AServiceMovesFromVMsToPodsAndKeepsItsName(t *testing.T) {
 	if err := c.Node.Client.Patch(ctx, &svc, client.RawPatch(types.JSONPatchType, []byte(patch))); err != nil {
 		t.Fatal(err)
 	}
+	// Its Endpoints too (for Spring Cloud Kubernetes' callers), as the
+	// docs say: else the garbage collector deletes it with the import.
+	eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if err := c.Node.Client.Patch(ctx, eps, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/ownerReferences"}]`))); err != nil {
+		t.Fatal(err)
+	}
+	epsUID := eps.UID
 	waitImport(t, ns, name, "the import says ServiceNotOwned", func(st v1alpha1.EurekaImportStatus) error {
 		if cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionServiceOwned); cond == nil || cond.Status != metav1.ConditionFalse {
 			return fmt.Errorf("ServiceOwned is %+v", cond)
@@ -167,6 +174,11 @@ func TestHandover_AServiceMovesFromVMsToPodsAndKeepsItsName(t *testing.T) {
 		return nil
 	})
 	after := callsWithout(t, caller, "vm-1", 100)
+	if err := c.Node.Client.Get(ctx, client.ObjectKeyFromObject(eps), eps); err != nil {
+		t.Errorf("the Endpoints handed over: %v", err)
+	} else if eps.UID != epsUID {
+		t.Errorf("the Endpoints was made anew (UID %s → %s): it went with the import", epsUID, eps.UID)
+	}
 
 	if err := c.Node.Client.Get(ctx, client.ObjectKeyFromObject(&svc), &svc); err != nil {
 		t.Fatal(err)
