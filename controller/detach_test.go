@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,17 +76,22 @@ func TestDelete_DetachesAndLeavesNothingThisClusterCreated(t *testing.T) {
 	if err != nil || len(mine) != 0 {
 		t.Fatalf("left behind: %v, %v", mine, err)
 	}
-	var events corev1.EventList
-	if err := k8s.List(ctx, &events, &clientInNamespace{ns}); err != nil {
-		t.Fatal(err)
-	}
-	var reasons []string
-	for _, e := range events.Items {
-		reasons = append(reasons, e.Reason)
-	}
-	if !strings.Contains(strings.Join(reasons, ","), "Detaching") || !strings.Contains(strings.Join(reasons, ","), "Detached") {
-		t.Fatalf("events %v, want Detaching and Detached", reasons)
-	}
+	// Events are written by the recorder's own goroutine, after the
+	// write that let the syncer go: seen at 3.5 s under -race and load.
+	harness.Eventually(t, patience, "the Detaching and Detached Events", func() error {
+		var events corev1.EventList
+		if err := k8s.List(ctx, &events, &clientInNamespace{ns}); err != nil {
+			return err
+		}
+		var reasons []string
+		for _, e := range events.Items {
+			reasons = append(reasons, e.Reason)
+		}
+		if !slices.Contains(reasons, "Detaching") || !slices.Contains(reasons, "Detached") {
+			return fmt.Errorf("events %v, want Detaching and Detached", reasons)
+		}
+		return nil
+	})
 }
 
 func TestDelete_WhileEurekaIsDownAndAPodRunsTheRegistrarTheSyncerStaysUntilItAnswers(t *testing.T) {
