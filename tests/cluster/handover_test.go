@@ -113,6 +113,7 @@ func TestHandover_AServiceMovesFromVMsToPodsAndKeepsItsName(t *testing.T) {
 	}
 	// Its Endpoints too (for Spring Cloud Kubernetes' callers), as the
 	// docs say: else the garbage collector deletes it with the import.
+	//lint:ignore SA1019 the import keeps one for Spring Cloud Kubernetes, and the hand-over keeps it
 	eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	if err := c.Node.Client.Patch(ctx, eps, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/ownerReferences"}]`))); err != nil {
 		t.Fatal(err)
