@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -170,11 +171,8 @@ func (e *Eureka) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("eureka server: %w", err)
 	}
-	args := []string{
-		// Tests start the server often: trade peak speed for start-up time.
-		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xmx256m",
-	}
-	args = append(append(args, JavaJar(e.jar)...),
+	args := append(slices.Clone(jvmTestFlags), JavaJar(e.jar)...)
+	args = append(args,
 		"--server.address="+e.opts.Host,
 		"--server.port="+strconv.Itoa(e.opts.Port),
 		"--spring.profiles.active="+e.opts.Profile,

@@ -125,6 +125,10 @@ func BuildBinary(pkg, dir string) (string, error) {
 	return out, nil
 }
 
+// jvmTestFlags start every JVM the harness runs: tests start them often,
+// so they trade peak speed for start-up time.
+var jvmTestFlags = []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xmx256m"}
+
 // JavaJar is the java arguments that run jar: the extracted copy and the
 // class-data sharing archive that tests/tools/maven-jar.sh writes beside
 // it when both are there (a start then needs about half the CPU), the jar

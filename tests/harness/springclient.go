@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,8 +179,7 @@ func startSpringJar(ctx context.Context, j springJar, host, logDir string, timeo
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w", j.name, err)
 	}
-	// Tests start these JVMs often: trade peak speed for start-up time.
-	cmdLine := append([]string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xmx256m"}, jvm...)
+	cmdLine := append(slices.Clone(jvmTestFlags), jvm...)
 	cmdLine = append(append(cmdLine, JavaJar(jar)...), "--server.address="+host, "--server.port="+strconv.Itoa(port))
 	args = append(cmdLine, args...)
 	logPath := filepath.Join(logDir, strings.ReplaceAll(j.name, " ", "-")+"-"+strconv.Itoa(port)+".log")
