@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -411,8 +412,17 @@ func podsOf(t *testing.T, app cluster.App) []corev1.Pod {
 // node (drains, caches, Eureka's reads), so more than the machine's two
 // cores; each brings pods and often a Spring client's JVM, so not many:
 // four at once, beside make test's other suites, loaded a fresh-clone run
-// to 32 and slowed pods past the callers' timeouts.
-const storySlots = 3
+// to 32 and slowed pods past the callers' timeouts. So a fourth and a
+// fifth start only while the cores have room: the machine was at least
+// storyIdleFloor idle over the last storyIdleWindow, and the last story
+// started at least that long ago (its pods and JVM are in the figure). On
+// a busy machine the suite runs three at a time, as before.
+const (
+	storySlots      = 3
+	storySlotsIdle  = 5
+	storyIdleFloor  = 0.40
+	storyIdleWindow = 30 * time.Second
+)
 
 // stories lets the suite's parallel tests run storySlots at a time, the
 // longest first: once the tests that stop manager replicas are done, every
@@ -421,21 +431,92 @@ const storySlots = 3
 // -parallel starts them in whatever order they wake, and a long story
 // started last made the suite wait for it alone.) The gate opens once every
 // declared story has arrived: TestMain's sequential pass declares them all.
-var stories = newStoryGate(storySlots)
+var stories = newStoryGate(storySlots, storySlotsIdle)
 
 type storyGate struct {
 	mu        sync.Mutex
 	changed   *sync.Cond
-	slots     int
+	slots     int // always open
+	idleSlots int // open while the machine has room
 	running   int
 	unarrived int                      // declared, not yet at the gate
 	waiting   map[string]time.Duration // at the gate: name → expected length
+	idle      float64                  // the cores' idle share over the last storyIdleWindow
+	lastStart time.Time
+	watching  bool
 }
 
-func newStoryGate(slots int) *storyGate {
-	g := &storyGate{slots: slots, waiting: map[string]time.Duration{}}
+func newStoryGate(slots, idleSlots int) *storyGate {
+	g := &storyGate{slots: slots, idleSlots: idleSlots, waiting: map[string]time.Duration{}}
 	g.changed = sync.NewCond(&g.mu)
 	return g
+}
+
+// watchIdle samples the machine's idle share every tenth of the window,
+// over the window, and wakes the stories waiting at the gate: a slot
+// beyond g.slots opens on a change no story makes. The samples stop with
+// the test binary.
+func (g *storyGate) watchIdle() {
+	const every = storyIdleWindow / 10
+	var samples []cpuTimes
+	for range time.Tick(every) {
+		now, err := readCPUTimes()
+		if err != nil {
+			return // no /proc/stat: the gate stays at g.slots
+		}
+		samples = append(samples, now)
+		if len(samples) > 11 {
+			samples = samples[1:]
+		}
+		g.mu.Lock()
+		g.idle = samples[0].idleShareUntil(now)
+		g.changed.Broadcast()
+		g.mu.Unlock()
+	}
+}
+
+// roomFor says whether one more story may start now.
+func (g *storyGate) roomFor() bool {
+	if g.running < g.slots {
+		return true
+	}
+	return g.running < g.idleSlots && g.idle >= storyIdleFloor && time.Since(g.lastStart) >= storyIdleWindow
+}
+
+// cpuTimes is the machine's CPU time from /proc/stat: idle (idle and
+// iowait) and in all, in clock ticks.
+type cpuTimes struct{ idle, total uint64 }
+
+func readCPUTimes() (cpuTimes, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 6 || fields[0] != "cpu" {
+		return cpuTimes{}, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var t cpuTimes
+	for i, f := range fields[1:] {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return cpuTimes{}, fmt.Errorf("/proc/stat: %q: %w", line, err)
+		}
+		t.total += v
+		if i == 3 || i == 4 { // idle, iowait
+			t.idle += v
+		}
+	}
+	return t, nil
+}
+
+// idleShareUntil is the idle share of the CPU time between t and later.
+func (t cpuTimes) idleShareUntil(later cpuTimes) float64 {
+	if later.total <= t.total {
+		return 0
+	}
+	return float64(later.idle-t.idle) / float64(later.total-t.total)
 }
 
 // story makes t one of the stories: parallel, and started in its turn.
@@ -478,16 +559,23 @@ func (g *storyGate) declare(n int) {
 func (g *storyGate) enter(t *testing.T, expect time.Duration) {
 	name, arrived := t.Name(), time.Now()
 	g.mu.Lock()
+	if !g.watching {
+		g.watching = true
+		go g.watchIdle()
+	}
 	g.unarrived--
 	g.waiting[name] = expect
 	g.changed.Broadcast()
-	for g.unarrived > 0 || g.running >= g.slots || !g.longestWaiting(name) {
+	for g.unarrived > 0 || !g.roomFor() || !g.longestWaiting(name) {
 		g.changed.Wait()
 	}
 	delete(g.waiting, name)
 	g.running++
+	g.lastStart = time.Now()
+	running, idle := g.running, g.idle
 	g.mu.Unlock()
-	t.Logf("the story starts, after %s at the gate", time.Since(arrived).Round(time.Second))
+	t.Logf("the story starts, after %s at the gate, %d running with it, the cores %.0f %% idle over the last %s",
+		time.Since(arrived).Round(time.Second), running-1, 100*idle, storyIdleWindow)
 	t.Cleanup(func() {
 		g.mu.Lock()
 		g.running--
