@@ -43,7 +43,9 @@ type Options struct {
 	// temporary directory, kept for reading the logs).
 	WorkDir string
 	// Before is an older commit whose manager the reconciler's scenarios
-	// also measure, first, for the "before" figures (benchrun -before).
+	// also measure, first, and whose webhook benchmarks the webhook phase
+	// runs right after this tree's, for the "before" figures (benchrun
+	// -before).
 	Before string
 	// Scenarios, when set, picks the reconciler's scenarios by id
 	// ("1000x20", "1000x20_upgrade", "import_1000x10").
@@ -162,7 +164,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		PhaseWebhook: func() error {
 			return MeasureWebhook(ctx, WebhookOptions{Eureka: server, ManagerBinary: managerBin, WorkDir: phaseDir(o.WorkDir, PhaseWebhook),
 				Creates: sizes.Creates, HandlerRequests: sizes.HandlerRequests, HandlerDuration: sizes.HandlerDuration,
-				HandlerClients: sizes.HandlerClients, Log: o.Log}, r)
+				HandlerClients: sizes.HandlerClients, Before: o.Before, Log: o.Log}, r)
 		},
 		PhaseReconciler: func() error {
 			so := ScaleOptions{Eureka: server, Manager: BuiltManager{Binary: managerBin, Commit: strings.Fields(r.Environment.Commit)[0]}, Before: before,
@@ -208,16 +210,20 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 
 // buildManagerAt builds ./cmd/manager as it was at rev, from a git
 // worktree of it in workDir.
-func buildManagerAt(root, rev, workDir string) (*BuiltManager, error) {
-	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", rev+"^{commit}").Output()
+func buildManagerAt(root, rev, workDir string) (_ *BuiltManager, err error) {
+	commit, err := shortCommit(root, rev)
 	if err != nil {
-		return nil, fmt.Errorf("commit %s: %w", rev, err)
+		return nil, err
 	}
-	commit := strings.TrimSpace(string(out))
 	tree := filepath.Join(workDir, "tree-"+commit)
-	if msg, err := exec.Command("git", "-C", root, "worktree", "add", "--detach", tree, commit).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("worktree of %s: %w\n%s", commit, err, msg)
+	if err := addWorktree(root, commit, tree); err != nil {
+		return nil, err
 	}
+	defer func() {
+		if rmErr := removeWorktree(root, tree); rmErr != nil && err == nil {
+			err = rmErr
+		}
+	}()
 	bin := filepath.Join(workDir, "manager-"+commit)
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/manager")
 	cmd.Dir = tree
@@ -225,10 +231,32 @@ func buildManagerAt(root, rev, workDir string) (*BuiltManager, error) {
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("build the manager of %s: %w\n%s", commit, err, msg)
 	}
-	if msg, err := exec.Command("git", "-C", root, "worktree", "remove", "--force", tree).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("remove the worktree of %s: %w\n%s", commit, err, msg)
-	}
 	return &BuiltManager{Binary: bin, Commit: commit}, nil
+}
+
+// shortCommit is rev's commit, abbreviated to 12 digits.
+func shortCommit(root, rev string) (string, error) {
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", rev+"^{commit}").Output()
+	if err != nil {
+		return "", fmt.Errorf("commit %s: %w", rev, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// addWorktree checks commit out, detached, in a git worktree at tree.
+func addWorktree(root, commit, tree string) error {
+	if msg, err := exec.Command("git", "-C", root, "worktree", "add", "--detach", tree, commit).CombinedOutput(); err != nil {
+		return fmt.Errorf("worktree of %s: %w\n%s", commit, err, msg)
+	}
+	return nil
+}
+
+// removeWorktree removes the git worktree at tree.
+func removeWorktree(root, tree string) error {
+	if msg, err := exec.Command("git", "-C", root, "worktree", "remove", "--force", tree).CombinedOutput(); err != nil {
+		return fmt.Errorf("remove the worktree %s: %w\n%s", tree, err, msg)
+	}
+	return nil
 }
 
 func phaseDir(workDir, phase string) string {

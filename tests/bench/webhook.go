@@ -38,7 +38,10 @@ type WebhookOptions struct {
 	// HandlerDuration and HandlerClients of the throughput run.
 	HandlerDuration time.Duration
 	HandlerClients  int
-	Log             logrus.FieldLogger
+	// Before, when set, is an older commit whose BenchmarkHandler runs
+	// right after this tree's, in a git worktree of it in WorkDir.
+	Before string
+	Log    logrus.FieldLogger
 }
 
 const (
@@ -54,12 +57,13 @@ const (
 func benchPod(namespace string) *corev1.Pod { return webhooktest.SpringBootPod(namespace, "") }
 
 // MeasureWebhook adds the webhook's figures to r: the handler in process
-// (BenchmarkHandler, before anything else runs), then on a fresh control
+// (BenchmarkHandler, before anything else runs; then the older commit's
+// when o.Before is set), then on a fresh control
 // plane with Eurekube installed the handler alone over HTTPS, and pod
 // creation through Eurekube's webhook beside the anchor webhooks
 // (precomputed patch, no-op) and no webhook, interleaved.
 func MeasureWebhook(ctx context.Context, o WebhookOptions, r *Results) error {
-	if err := measureHandlerBenchmark(ctx, r); err != nil {
+	if err := measureHandlerBenchmark(ctx, o.Before, o.WorkDir, r); err != nil {
 		return err
 	}
 	cp, err := harness.StartControlPlane(ctx, harness.ControlPlaneOptions{})

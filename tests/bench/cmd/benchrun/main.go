@@ -3,9 +3,9 @@
 //
 // BENCH_QUICK=1 uses small counts and short windows (a few minutes);
 // BENCH_PHASES=registrar,webhook,reconciler picks phases; BENCH_BEFORE=REV
-// also measures the manager of an older commit in the reconciler's
-// scenarios. It refuses a tree with uncommitted changes: the report names
-// the commit it measured.
+// also measures an older commit: its manager in the reconciler's scenarios
+// and its BenchmarkHandler in the webhook phase. It refuses a tree with
+// uncommitted changes: the report names the commit it measured.
 package main
 
 import (
@@ -28,7 +28,7 @@ func main() {
 	work := flag.String("workdir", "", "directory for binaries, certificates and logs (default: a new temporary one)")
 	quick := flag.Bool("quick", os.Getenv("BENCH_QUICK") != "" && os.Getenv("BENCH_QUICK") != "0", "small counts and short windows (also BENCH_QUICK=1)")
 	phases := flag.String("phases", os.Getenv("BENCH_PHASES"), "comma-separated phases to run: "+strings.Join(bench.AllPhases, ",")+" (default all; also BENCH_PHASES)")
-	before := flag.String("before", os.Getenv("BENCH_BEFORE"), "an older commit whose manager the reconciler's scenarios measure too, for the \"before\" figures (also BENCH_BEFORE)")
+	before := flag.String("before", os.Getenv("BENCH_BEFORE"), "an older commit whose manager the reconciler's scenarios and whose BenchmarkHandler the webhook phase measure too, for the \"before\" figures (also BENCH_BEFORE)")
 	scale := flag.String("scale", os.Getenv("BENCH_SCALE"), "comma-separated ids of the reconciler's scenarios to run, such as 1000x20,1000x20_upgrade,import_1000x10 (default all; also BENCH_SCALE)")
 	allowDirty := flag.Bool("allow-dirty", false, "measure a tree with uncommitted changes (development only: -out must then name another directory than bench)")
 	flag.Parse()
