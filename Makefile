@@ -117,8 +117,9 @@ generate-check: generate ## Fail when generated files are out of date.
 fuzz: ## Run every fuzz target for FUZZTIME each.
 	go run ./tests/tools/testrun -fuzz-only -fuzztime $(FUZZTIME)
 
-# The commit whose manager the reconciler's scenarios measure beside this
-# tree's (issue 30 measured the regression there); BENCH_BEFORE= skips it.
+# The commit whose manager the reconciler's scenarios, and whose webhook
+# handler the handler benchmark, measure beside this tree's (issue 30
+# measured the regression there); BENCH_BEFORE= skips it.
 BENCH_BEFORE ?= efc310a
 
 .PHONY: bench
