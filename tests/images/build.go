@@ -129,14 +129,7 @@ const (
 // rootFS is the image's only layer: a tar in a fixed order with fixed
 // owners and times.
 func rootFS(spec Spec, binary []byte, meta Metadata) ([]byte, error) {
-	type entry struct {
-		name     string
-		mode     int64
-		uid, gid int
-		data     []byte // nil for a directory or a link
-		target   string // a symbolic link's
-	}
-	entries := []entry{
+	entries := []tarEntry{
 		{name: "etc/", mode: 0o755},
 		{name: "etc/group", mode: 0o644, data: []byte(group)},
 		{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
@@ -149,15 +142,27 @@ func rootFS(spec Spec, binary []byte, meta Metadata) ([]byte, error) {
 		{name: spec.Name, mode: 0o755, data: binary},
 	}
 	for _, link := range spec.Links {
-		entries = append(entries, entry{name: link, mode: 0o777, target: spec.Entrypoint()})
+		entries = append(entries, tarEntry{name: link, mode: 0o777, target: spec.Entrypoint()})
 	}
+	return tarOf(entries, meta)
+}
+
+// tarEntry is a file, directory or symbolic link of a layer.
+type tarEntry struct {
+	name     string
+	mode     int64
+	uid, gid int
+	data     []byte // nil for a directory or a link
+	target   string // a symbolic link's
+}
+
+// tarOf is a layer of entries in their order, with fixed owners and
+// times.
+func tarOf(entries []tarEntry, meta Metadata) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
-		h := &tar.Header{
-			Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.gid,
-			ModTime: meta.Created, Format: tar.FormatPAX,
-		}
+		h := &tar.Header{Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.gid, ModTime: meta.Created, Format: tar.FormatPAX}
 		switch {
 		case e.target != "":
 			h.Typeflag, h.Linkname = tar.TypeSymlink, e.target

@@ -1,7 +1,6 @@
 package images
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
 	"compress/gzip"
@@ -226,13 +225,6 @@ func BuildJVM(spec Spec, runtime, jar string, meta Metadata) (v1.Image, error) {
 	return mutate.ConfigFile(img, cf)
 }
 
-type tarEntry struct {
-	name     string
-	mode     int64
-	uid, gid int
-	data     []byte // nil for a directory
-}
-
 // jvmBaseLayer is the files every image has, the runtime under
 // JVMRuntimeDir and each shared library its programs and libraries load
 // from outside it, at the path ldd names (the dynamic loader included).
@@ -344,29 +336,4 @@ func sharedLibraries(runtime string, elves []string) ([]string, error) {
 		return nil, fmt.Errorf("ldd found no shared library for %d files of %s (is ldd, Debian package libc-bin, installed?)", len(elves), runtime)
 	}
 	return libs, nil
-}
-
-// tarOf is a layer of entries in their order, with fixed owners and
-// times.
-func tarOf(entries []tarEntry, meta Metadata) ([]byte, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.gid, ModTime: meta.Created, Format: tar.FormatPAX}
-		if e.data == nil {
-			h.Typeflag = tar.TypeDir
-		} else {
-			h.Typeflag, h.Size = tar.TypeReg, int64(len(e.data))
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, err
-		}
-		if _, err := tw.Write(e.data); err != nil {
-			return nil, err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
