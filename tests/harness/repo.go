@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	_ "embed"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -126,8 +127,12 @@ func BuildBinary(pkg, dir string) (string, error) {
 }
 
 // jvmTestFlags start every JVM the harness runs: tests start them often,
-// so they trade peak speed for start-up time.
-var jvmTestFlags = []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k", "-Xmx256m"}
+// so they trade peak speed for start-up time. tests/tools/maven-jar.sh
+// trains the class-data sharing archives with the same file.
+var jvmTestFlags = strings.Fields(jvmTestFlagsFile)
+
+//go:embed jvm-test-flags
+var jvmTestFlagsFile string
 
 // JavaJar is the java arguments that run jar: the extracted copy and the
 // class-data sharing archive that tests/tools/maven-jar.sh writes beside

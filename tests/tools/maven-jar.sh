@@ -42,7 +42,9 @@ if [ ! -d "$cds" ] && [ "${EUREKUBE_CDS:-1}" != 0 ]; then
     app=$(ls "$work/app"/*.jar)
     mv "$app" "$work/app/app.jar"
     # Port 9 refuses: a client's first registry fetch fails at once.
-    timeout 300 java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xmx256m \
+    # The flags every test JVM runs with (tests/harness reads the same file).
+    read -r -d '' -a flags <"$(dirname "$0")/../harness/jvm-test-flags" || true
+    timeout 300 java "${flags[@]}" \
       -XX:ArchiveClassesAtExit="$work/app/app.jsa" -Dspring.context.exit=onRefresh \
       -jar "$work/app/app.jar" --server.port=0 --server.address=127.0.0.1 \
       --eureka.client.service-url.defaultZone=http://127.0.0.1:9/eureka/ >"$work/train.log" 2>&1 || true
