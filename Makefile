@@ -98,10 +98,8 @@ unit-race: ## make unit with the race detector (needs gcc; make test runs it too
 # detector and lint from the start; beside them the unit tier with the race
 # detector (make unit-race), every other package's tests and then the fuzz
 # targets (one worker each: the end-to-end stories still run beside them;
-# make fuzz uses every core); everything but the node's and the registrar's
-# suites runs at niceness 5, so the end-to-end suite, the run's longest
-# path, gets the cores first; and it leaves no process behind however the
-# run ends.
+# make fuzz uses every core); and leaves no process behind however the run
+# ends.
 test: deps ## Install and build everything needed, then run every test.
 	@start=$$(date +%s); \
 	$(ARTIFACTS); \
@@ -109,7 +107,7 @@ test: deps ## Install and build everything needed, then run every test.
 	go build -o bin/testrun ./tests/tools/testrun; \
 	exec bin/testrun -since $$start -background ./tests/cluster,./tests/lifecycle,./tests/registrar \
 	  -race ./controller -race-short \
-	  -beside '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -fuzzworkers 1 -nice 5 -- $(GO_TEST_FLAGS)
+	  -beside '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -fuzzworkers 1 -- $(GO_TEST_FLAGS)
 
 .PHONY: generate-check
 generate-check: generate ## Fail when generated files are out of date.

@@ -413,9 +413,8 @@ func podsOf(t *testing.T, app cluster.App) []corev1.Pod {
 // cores; each brings pods and often a Spring client's JVM, so not many:
 // four at once, beside make test's other suites, loaded a fresh-clone run
 // to 32 and slowed pods past the callers' timeouts. So a fourth and a
-// fifth start only while the cores have room: at least storyIdleFloor of
-// them was idle, or ran niced work (make test runs everything but the
-// node's suites niced), over the last storyIdleWindow, and the last story
+// fifth start only while the cores have room: the machine was at least
+// storyIdleFloor idle over the last storyIdleWindow, and the last story
 // started at least that long ago (its pods and JVM are in the figure). On
 // a busy machine the suite runs three at a time, as before.
 const (
@@ -442,7 +441,7 @@ type storyGate struct {
 	running   int
 	unarrived int                      // declared, not yet at the gate
 	waiting   map[string]time.Duration // at the gate: name → expected length
-	idle      float64                  // the cores' idle (or niced) share over the last storyIdleWindow
+	idle      float64                  // the cores' idle share over the last storyIdleWindow
 	lastStart time.Time
 	watching  bool
 }
@@ -484,8 +483,8 @@ func (g *storyGate) roomFor() bool {
 	return g.running < g.idleSlots && g.idle >= storyIdleFloor && time.Since(g.lastStart) >= storyIdleWindow
 }
 
-// cpuTimes is the machine's CPU time from /proc/stat: idle (idle, iowait,
-// and nice: niced work yields to the stories) and in all, in clock ticks.
+// cpuTimes is the machine's CPU time from /proc/stat: idle (idle and
+// iowait) and in all, in clock ticks.
 type cpuTimes struct{ idle, total uint64 }
 
 func readCPUTimes() (cpuTimes, error) {
@@ -505,7 +504,7 @@ func readCPUTimes() (cpuTimes, error) {
 			return cpuTimes{}, fmt.Errorf("/proc/stat: %q: %w", line, err)
 		}
 		t.total += v
-		if i == 1 || i == 3 || i == 4 { // nice, idle, iowait
+		if i == 3 || i == 4 { // idle, iowait
 			t.idle += v
 		}
 	}
@@ -575,7 +574,7 @@ func (g *storyGate) enter(t *testing.T, expect time.Duration) {
 	g.lastStart = time.Now()
 	running, idle := g.running, g.idle
 	g.mu.Unlock()
-	t.Logf("the story starts, after %s at the gate, %d running with it, the cores %.0f %% idle or niced over the last %s",
+	t.Logf("the story starts, after %s at the gate, %d running with it, the cores %.0f %% idle over the last %s",
 		time.Since(arrived).Round(time.Second), running-1, 100*idle, storyIdleWindow)
 	t.Cleanup(func() {
 		g.mu.Lock()

@@ -12,10 +12,7 @@
 // run took. The race detector needs cgo and a C compiler: the race runs
 // get CGO_ENABLED=1, and the run stops at once when there is no compiler.
 // Binaries the tests build for the node and the suites stay static: their
-// builds set CGO_ENABLED=0 themselves. With -nice, all but the
-// -background suites run that much nicer: the end-to-end suite is the
-// run's longest path, and the rest ends long before it, so the cores go to
-// that suite first.
+// builds set CGO_ENABLED=0 themselves.
 //
 // Everything the tests start descends from it: it is the child subreaper
 // of its process tree, so a process orphaned by a test binary that died (an
@@ -52,25 +49,6 @@ import (
 // runEnv marks the processes of a run: "<pid of testrun>".
 const runEnv = "EUREKUBE_TESTRUN"
 
-// niceness is how much lower than the -background suites everything else
-// runs (-nice).
-var niceness int
-
-// lowered runs cmd, and all it starts, at niceness: through nice(1), so
-// the go command's compilers and test binaries inherit it from their
-// first instruction.
-func lowered(cmd *exec.Cmd) *exec.Cmd {
-	if niceness == 0 {
-		return cmd
-	}
-	path, err := exec.LookPath("nice")
-	if err != nil {
-		return cmd // without nice(1), everything at one priority, as before
-	}
-	cmd.Path, cmd.Args = path, append([]string{"nice", "-n", strconv.Itoa(niceness)}, cmd.Args...)
-	return cmd
-}
-
 func main() {
 	background := flag.String("background", "", "comma-separated packages, each run by its own go test from the start, beside the others")
 	race := flag.String("race", "", "comma-separated packages, each run by its own go test -race from the start, beside the others")
@@ -82,7 +60,6 @@ func main() {
 	fuzzOnly := flag.Bool("fuzz-only", false, "run only the fuzz targets")
 	logs := flag.String("logs", "bin/test-logs", "directory for each -background and -race suite's whole go test -json output, passing tests' logs included")
 	since := flag.Int64("since", 0, "Unix time the whole run began (builds and lint before this command), for the time it reports")
-	flag.IntVar(&niceness, "nice", 0, "the niceness of everything but the -background suites: they are the run's longest path, the rest has time to spare")
 	flag.Parse()
 	goTestFlags := flag.Args()
 
@@ -239,14 +216,13 @@ func run(ctx context.Context, o runOptions) error {
 		cmd := goCmd(ctx, slices.Concat(args, goTestFlags, pkgs)...)
 		if b.race {
 			cmd.Env = raceEnv()
-			lowered(cmd)
 		}
 		if err := startSuite("go "+strings.Join(slices.Concat(args[:1], args[2:], pkgs), " "), cmd); err != nil {
 			return err
 		}
 	}
 	if o.beside != "" {
-		cmd := lowered(exec.CommandContext(ctx, "bash", "-c", o.beside))
+		cmd := exec.CommandContext(ctx, "bash", "-c", o.beside)
 		cmd.Cancel = func() error { return nil }
 		if err := start(o.beside, cmd); err != nil {
 			return err
@@ -259,7 +235,7 @@ func run(ctx context.Context, o runOptions) error {
 	if o.raceShort {
 		fmt.Println("testrun: the unit tier with the race detector (go test -short -race)")
 		short := slices.DeleteFunc(everything, func(p string) bool { return slices.Contains(raced, p) })
-		cmd := lowered(goCmd(ctx, slices.Concat([]string{"test", "-short", "-race"}, goTestFlags, short)...))
+		cmd := goCmd(ctx, slices.Concat([]string{"test", "-short", "-race"}, goTestFlags, short)...)
 		cmd.Env = raceEnv()
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		began := time.Now()
@@ -269,7 +245,7 @@ func run(ctx context.Context, o runOptions) error {
 		fmt.Printf("testrun: the unit tier with the race detector took %s\n", cost(cmd, began))
 	}
 	if len(errs) == 0 {
-		cmd := lowered(goCmd(ctx, append(append([]string{"test"}, goTestFlags...), all...)...))
+		cmd := goCmd(ctx, append(append([]string{"test"}, goTestFlags...), all...)...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		began := time.Now()
 		err := cmd.Run()
@@ -417,7 +393,7 @@ func fuzz(ctx context.Context, fuzzTime string, workers int) error {
 				if workers > 0 {
 					args = append(args, "-parallel", strconv.Itoa(workers))
 				}
-				cmd := lowered(goCmd(ctx, append(args, dir)...))
+				cmd := goCmd(ctx, append(args, dir)...)
 				cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 				if err := cmd.Run(); err != nil {
 					return fmt.Errorf("fuzz %s: %w", target, err)
