@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/eurekube/eurekube/certs"
 	eurekubemanager "github.com/eurekube/eurekube/manager"
@@ -127,11 +128,17 @@ func (m *manager) profile(ctx context.Context, kind, file string) error {
 	if m.pprofPort == 0 {
 		return errors.New("this manager has no --pprof-bind-address")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(m.pprofPort))+"/debug/pprof/"+kind, nil)
+	return saveProfile(ctx, http.DefaultClient, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(m.pprofPort)), kind, file)
+}
+
+// saveProfile saves the pprof profile kind served under base (a manager's
+// or the kube-apiserver's /debug/pprof/) to file.
+func saveProfile(ctx context.Context, c *http.Client, base, kind, file string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base, "/")+"/debug/pprof/"+kind, nil)
 	if err != nil {
 		return fmt.Errorf("pprof %s: %w", kind, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return fmt.Errorf("pprof %s: %w", kind, err)
 	}
@@ -144,6 +151,15 @@ func (m *manager) profile(ctx context.Context, kind, file string) error {
 		return fmt.Errorf("pprof %s: %w", kind, err)
 	}
 	return os.WriteFile(file, data, 0o644)
+}
+
+// apiServerProfile saves the kube-apiserver's pprof profile kind to file.
+func apiServerProfile(ctx context.Context, cp *harness.ControlPlane, kind, file string) error {
+	c, err := rest.HTTPClientFor(cp.Config)
+	if err != nil {
+		return fmt.Errorf("API server pprof: %w", err)
+	}
+	return saveProfile(ctx, c, cp.Config.Host, kind, file)
 }
 
 // WebhookAddr is the webhook server's host:port (TLS).

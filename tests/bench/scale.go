@@ -229,6 +229,10 @@ func measureManager(ctx context.Context, o ScaleOptions, env *scaleEnv, log logr
 	// manager may predate the flag: then there is none).
 	profiled := make(chan error, 1)
 	go func() { profiled <- mgr.profile(ctx, "profile?seconds=20", filepath.Join(dir, "cpu.prof")) }()
+	apiProfiled := make(chan error, 1)
+	go func() {
+		apiProfiled <- apiServerProfile(ctx, cp, "profile?seconds=20", filepath.Join(dir, "kube-apiserver-cpu.prof"))
+	}()
 	// And what its goroutines wait for, at moments of the pass.
 	go func() {
 		for _, at := range []time.Duration{5 * time.Second, 15 * time.Second, 25 * time.Second} {
@@ -272,7 +276,7 @@ func measureManager(ctx context.Context, o ScaleOptions, env *scaleEnv, log logr
 	if run.heapMiB, err = heapInUseMiB(mgr.MetricsURL()); err != nil {
 		return err
 	}
-	if err := errors.Join(<-profiled, mgr.profile(ctx, "heap", filepath.Join(dir, "heap.prof"))); err != nil {
+	if err := errors.Join(<-profiled, <-apiProfiled, mgr.profile(ctx, "heap", filepath.Join(dir, "heap.prof"))); err != nil {
 		log.WithError(err).Warn("no profile of this manager")
 	}
 	log.WithFields(logrus.Fields{"per_resync": run.perResync(run.window.Total()), "resyncs": run.resyncs, "hwm_mib": MiB(run.mem.HWMKiB), "rss_mib": MiB(run.mem.RSSKiB)}).Info("scale scenario done")
