@@ -15,21 +15,13 @@ IMAGE_TAG      ?= dev
 GO_TEST_FLAGS  ?= -count=1 -timeout 40m
 FUZZTIME       ?= 10s
 export EUREKUBE_CACHE := $(CACHE)
-# Builds (or finds cached) what the tests and the sandbox run, and exports
-# their paths. Assigned before export, so a failed build stops the recipe.
-ARTIFACTS := KUBEBUILDER_ASSETS=$$(tests/tools/envtest/build.sh); \
-	EUREKUBE_EUREKA_JAR=$$(tests/eureka-server/build.sh); \
-	EUREKUBE_SPRING_CLIENT_JAR=$$(tests/spring-client/build.sh); \
-	EUREKUBE_SPRING_K8S_CLIENT_JAR=$$(tests/spring-k8s-client/build.sh); \
-	EUREKUBE_SPRING_BOOT_ADMIN_JAR=$$(tests/spring-boot-admin/build.sh); \
-	EUREKUBE_CERT_MANAGER=$$(tests/tools/certmanager/build.sh); \
-	EUREKUBE_COREDNS=$$(tests/tools/coredns/build.sh); \
-	export KUBEBUILDER_ASSETS EUREKUBE_EUREKA_JAR EUREKUBE_SPRING_CLIENT_JAR EUREKUBE_SPRING_K8S_CLIENT_JAR EUREKUBE_SPRING_BOOT_ADMIN_JAR EUREKUBE_CERT_MANAGER EUREKUBE_COREDNS
-# What only the tests use: Helm (the chart's tests) and promtool (the
-# alerts' tests), each built from its Go module.
-TEST_TOOLS := EUREKUBE_HELM=$$(tests/tools/helm/build.sh); \
-	EUREKUBE_PROMTOOL=$$(tests/tools/promtool/build.sh); \
-	export EUREKUBE_HELM EUREKUBE_PROMTOOL
+# Builds (or finds cached) what the sandbox and the bench run, two builds at
+# a time (tests/tools/artifacts.sh), and exports their paths. Assigned
+# before eval, so a failed build stops the recipe.
+ARTIFACTS := artifacts=$$(tests/tools/artifacts.sh); eval "$$artifacts"
+# The same, and what only the tests use: Helm (the chart's tests) and
+# promtool (the alerts' tests).
+TEST_ARTIFACTS := artifacts=$$(tests/tools/artifacts.sh --test-tools); eval "$$artifacts"
 
 .PHONY: help
 help: ## List the targets.
@@ -102,8 +94,7 @@ unit-race: ## make unit with the race detector (needs gcc; make test runs it too
 # ends.
 test: deps ## Install and build everything needed, then run every test.
 	@start=$$(date +%s); \
-	$(ARTIFACTS); \
-	$(TEST_TOOLS); \
+	$(TEST_ARTIFACTS); \
 	go build -o bin/testrun ./tests/tools/testrun; \
 	exec bin/testrun -since $$start -background ./tests/cluster,./tests/lifecycle,./tests/registrar \
 	  -race ./controller -race-short \

@@ -30,26 +30,36 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 dir="$cache/k8s-$kube-etcd-$etcd-$go_version-$key"
 
-build() { # build NAME PACKAGE
-  local name=$1 pkg=$2
-  if [ -x "$dir/$name" ]; then
-    return
-  fi
-  echo "building $name from $pkg into $dir (first run only)" >&2
-  local start=$SECONDS
-  (cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$dir/$name.tmp" "$pkg")
-  mv "$dir/$name.tmp" "$dir/$name"
-  echo "built $name in $((SECONDS - start))s" >&2
-}
-
-mkdir -p "$dir"
-build etcd go.etcd.io/etcd/server/v3
-build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
-build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager
-build kubectl k8s.io/kubernetes/cmd/kubectl
-build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler
-build kube-proxy k8s.io/kubernetes/cmd/kube-proxy
-build kubelet k8s.io/kubernetes/cmd/kubelet
+# The binaries and their packages. What is missing is built by one go
+# build: it compiles the packages they share once, and links one binary
+# while it compiles the next, which keeps both cores busy (a link is mostly
+# single-threaded).
+names=(etcd kube-apiserver kube-controller-manager kubectl kube-scheduler kube-proxy kubelet)
+pkgs=(go.etcd.io/etcd/server/v3 k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+  k8s.io/kubernetes/cmd/kubectl k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubelet)
+missing=()
+for i in "${!names[@]}"; do
+  [ -x "$dir/${names[$i]}" ] || missing+=("$i")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  mkdir -p "$dir"
+  out=$(mktemp -d "$dir/.build.XXXXXX")
+  trap 'rm -rf "$out"' EXIT
+  build=()
+  for i in "${missing[@]}"; do
+    build+=("${pkgs[$i]}")
+  done
+  echo "building ${#missing[@]} binaries of Kubernetes $kube and etcd $etcd into $dir (first run only: about ten minutes)" >&2
+  start=$SECONDS
+  (cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out/" "${build[@]}")
+  for i in "${missing[@]}"; do
+    # go build names a binary after its package's last element, before a
+    # major version suffix: etcd's go.etcd.io/etcd/server/v3 is "server".
+    base=${pkgs[$i]%/v3}
+    mv "$out/${base##*/}" "$dir/${names[$i]}"
+  done
+  echo "built them in $((SECONDS - start))s" >&2
+fi
 
 mkdir -p "$root/bin"
 ln -sfn "$dir" "$root/bin/k8s"
