@@ -119,7 +119,10 @@ type scaleRun struct {
 	// writes: the API writes until every status was right.
 	writes apiRequests
 	// cpu: what the processes of the run used until every status was right.
-	cpu           string
+	cpu string
+	// apiCPU: where the API server's CPU went over the first 20 s after
+	// /readyz.
+	apiCPU        apiServerCPU
 	reconciles    float64 // until every status was right
 	reconcileSecs float64 // their summed duration
 	syncers, pods int
@@ -229,9 +232,13 @@ func measureManager(ctx context.Context, o ScaleOptions, env *scaleEnv, log logr
 	// manager may predate the flag: then there is none).
 	profiled := make(chan error, 1)
 	go func() { profiled <- mgr.profile(ctx, "profile?seconds=20", filepath.Join(dir, "cpu.prof")) }()
+	// And the API server's over the same time, for what each kind of
+	// request it served cost it.
 	apiProfiled := make(chan error, 1)
 	go func() {
-		apiProfiled <- apiServerProfile(ctx, cp, "profile?seconds=20", filepath.Join(dir, "kube-apiserver-cpu.prof"))
+		var err error
+		run.apiCPU, err = profileAPIServer(ctx, cp, 20*time.Second, filepath.Join(dir, "kube-apiserver-cpu.prof"))
+		apiProfiled <- err
 	}()
 	// And what its goroutines wait for, at moments of the pass.
 	go func() {
@@ -406,7 +413,7 @@ func addScaleFigures(r *Results, o ScaleOptions, sc Scenario, now scaleRun, befo
 			return fmt.Sprintf("%s s (%s)", formatValue(b.converged.Seconds()), b.work())
 		}),
 		Method:   fmt.Sprintf("%s created beforehand (%d pods in all, %s, Running and Ready with pod IPs through the status subresource), each pod's instance registered UP directly in an empty Eureka registry (fast profile) from the settings its registrar container was given (webhook.InjectedSettings, sidecar.Config.Instance); then the manager process starts (--resync-period %s, Eureka through a counting proxy) and the syncers are watched until observedGeneration, selected, injected, ready, registered and UP counts all equal the pods and Synced is True. The manager's writes are the kube-apiserver's apiserver_request_total for write verbs between its start and that moment (nothing else writes then); its reconciles and their summed time are controller-runtime's controller_runtime_reconcile_total and controller_runtime_reconcile_time_seconds for the syncer controller.", shape, sc.pods(), made, o.ResyncPeriod),
-		IfMissed: "until every status was right the manager made " + now.work(),
+		IfMissed: "until every status was right the manager made " + now.work() + "; " + now.apiCPU.String(),
 	})
 	r.Add(Figure{
 		ID: id + ".peak_rss", Section: SectionReconciler, Name: sc.Name + ": manager peak RSS",

@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+// TestReadAPIServerCPU_SortsSamplesByWorkAndCostsEachWrite writes a CPU
+// profile with the stacks the kube-apiserver's handlers have, and reads
+// back each kind of work's CPU and the cost of one request of it.
+func TestReadAPIServerCPU_SortsSamplesByWorkAndCostsEachWrite(t *testing.T) {
+	fn := map[string]*profile.Function{}
+	loc := func(names ...string) []*profile.Location {
+		var out []*profile.Location
+		for _, n := range names {
+			if fn[n] == nil {
+				fn[n] = &profile.Function{ID: uint64(len(fn) + 1), Name: n}
+			}
+			out = append(out, &profile.Location{ID: uint64(len(fn)*10 + len(out) + 1), Line: []profile.Line{{Function: fn[n]}}})
+		}
+		return out
+	}
+	ms := int64(time.Millisecond)
+	p := &profile.Profile{
+		SampleType:    []*profile.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		DurationNanos: int64(20 * time.Second),
+		Sample: []*profile.Sample{
+			{Location: loc("encoding/json.Marshal", "k8s.io/apiextensions-apiserver/pkg/registry/customresource.(*StatusREST).Update", "k8s.io/apiextensions-apiserver/pkg/apiserver.(*crdHandler).ServeHTTP"), Value: []int64{1, 400 * ms}},
+			{Location: loc("k8s.io/apiserver/pkg/endpoints/handlers.(*patcher).applyPatch", "k8s.io/apiextensions-apiserver/pkg/apiserver.(*crdHandler).serveStatus.PatchResource.func3"), Value: []int64{1, 100 * ms}},
+			{Location: loc("k8s.io/apiserver/pkg/storage/etcd3.(*store).GuaranteedUpdate", "k8s.io/apiextensions-apiserver/pkg/apiserver.(*crdHandler).serveResource.UpdateResource.func4.4"), Value: []int64{1, 300 * ms}},
+			{Location: loc("k8s.io/apiserver/pkg/storage/etcd3.(*store).Create", "k8s.io/apiserver/pkg/endpoints/handlers.createHandler.func1"), Value: []int64{1, 200 * ms}},
+			{Location: loc("k8s.io/apiserver/pkg/storage/etcd3.decodeObj", "k8s.io/apiserver/pkg/storage/etcd3.(*watchChan).transform"), Value: []int64{1, 50 * ms}},
+			{Location: loc("runtime.scanobject", "runtime.gcBgMarkWorker"), Value: []int64{1, 70 * ms}},
+			{Location: loc("syscall.Syscall6"), Value: []int64{1, 10 * ms}},
+		},
+	}
+	p.Function = nil
+	for _, f := range fn {
+		p.Function = append(p.Function, f)
+	}
+	for _, s := range p.Sample {
+		p.Location = append(p.Location, s.Location...)
+	}
+	var buf bytes.Buffer
+	if err := p.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "cpu.prof")
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := readAPIServerCPU(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.requests = apiRequests{"PATCH eurekasyncers/status": 100, "PUT eurekasyncers": 50, "POST services": 40, "GET pods": 7}
+	for work, want := range map[string]time.Duration{
+		"status writes of custom resources": 500 * time.Millisecond,
+		"other writes of custom resources":  300 * time.Millisecond,
+		"writes of built-in resources":      200 * time.Millisecond,
+		"watch events decoded from etcd":    50 * time.Millisecond,
+		"garbage collection":                70 * time.Millisecond,
+		"other":                             10 * time.Millisecond,
+	} {
+		if got := c.byWork[work]; got != want {
+			t.Errorf("%s: %v, want %v", work, got, want)
+		}
+	}
+	got := c.String()
+	for _, want := range []string{"over the first 20s after /readyz: 1.13 s", "status writes of custom resources 0.500 s for 100 requests (5.00 ms each)",
+		"other writes of custom resources 0.300 s for 50.0 requests (6.00 ms each)", "writes of built-in resources 0.200 s for 40.0 requests (5.00 ms each)", "other 0.010 s"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+}
