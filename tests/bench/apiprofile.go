@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,10 +17,12 @@ import (
 // shows it, and which of the requests counted beside it that work serves.
 type apiWork struct {
 	name string
-	// frames: a sample is this work when a function of its stack contains
-	// one of them. The kinds are tried in order: the first that matches
-	// takes the sample.
-	frames []string
+	// A sample is this work when a function of its stack contains one of
+	// frames, or is named one of exact. The kinds are tried in order: the
+	// first that matches takes the sample. The names are the compiler's,
+	// closures and inlined calls included (an inlined handler's closure is
+	// named after its caller: restfulPatchResource.func1.PatchResource…).
+	frames, exact []string
 	// serves says whether a request counted ("PATCH eurekasyncers/status")
 	// is of this work: its CPU divided by their number is the cost of
 	// one. Nil: the work serves no request counted (a watch, the GC).
@@ -37,19 +40,22 @@ func customResource(resource string) bool { return strings.HasPrefix(resource, "
 // typed object.
 var apiWorks = []apiWork{
 	{name: "garbage collection", frames: []string{"runtime.gcBgMarkWorker"}},
-	{name: "status writes of custom resources", frames: []string{"customresource.(*StatusREST).Update", "(*crdHandler).serveStatus"},
+	{name: "status writes of custom resources", frames: []string{"customresource.(*StatusREST).Update", "(*crdHandler).serveStatus.PatchResource", "(*crdHandler).serveStatus.UpdateResource"},
 		serves: func(r string) bool {
 			return isWrite(r) && strings.Contains(r, "/status") && customResource(resourceOf(r))
 		}},
 	{name: "other writes of custom resources", frames: []string{"(*crdHandler).serveResource.UpdateResource", "(*crdHandler).serveResource.PatchResource", "(*crdHandler).serveResource.CreateResource", "(*crdHandler).serveResource.DeleteResource"},
+		// Building a create's handler (createHandler inlined) runs in
+		// serveResource itself.
+		exact: []string{"k8s.io/apiextensions-apiserver/pkg/apiserver.(*crdHandler).serveResource"},
 		serves: func(r string) bool {
 			return isWrite(r) && !strings.Contains(r, "/status") && customResource(resourceOf(r))
 		}},
-	{name: "writes of built-in resources", frames: []string{"endpoints/handlers.createHandler", "endpoints/handlers.UpdateResource", "endpoints/handlers.PatchResource", "endpoints/handlers.DeleteResource"},
+	{name: "writes of built-in resources", frames: []string{"restfulCreateResource", "restfulCreateNamedResource", "restfulUpdateResource", "restfulPatchResource", "restfulDeleteResource", "restfulDeleteCollection"},
 		serves: func(r string) bool { return isWrite(r) && !customResource(resourceOf(r)) }},
 	{name: "watch events decoded from etcd", frames: []string{"etcd3.(*watchChan)"}},
-	{name: "watches served", frames: []string{"endpoints/handlers.serveWatch", "cacher.(*cacheWatcher)"}},
-	{name: "reads", frames: []string{"endpoints/handlers.ListResource", "endpoints/handlers.GetResource", "serveResource.ListResource", "serveResource.GetResource"}},
+	{name: "watches served", frames: []string{"endpoints/handlers.handleWatch", "endpoints/handlers.(*WatchServer)", "endpoints/handlers.serveWatchHandler", "cacher.(*cacheWatcher)"}},
+	{name: "reads", frames: []string{"restfulListResource", "restfulGetResource", "serveResource.ListResource", "serveResource.GetResource", "serveStatus.GetResource"}},
 }
 
 func isWrite(request string) bool {
@@ -135,10 +141,9 @@ func workOf(s *profile.Sample) string {
 				if line.Function == nil {
 					continue
 				}
-				for _, fr := range w.frames {
-					if strings.Contains(line.Function.Name, fr) {
-						return w.name
-					}
+				name := line.Function.Name
+				if slices.Contains(w.exact, name) || slices.ContainsFunc(w.frames, func(fr string) bool { return strings.Contains(name, fr) }) {
+					return w.name
 				}
 			}
 		}

@@ -234,11 +234,14 @@ func measureManager(ctx context.Context, o ScaleOptions, env *scaleEnv, log logr
 	go func() { profiled <- mgr.profile(ctx, "profile?seconds=20", filepath.Join(dir, "cpu.prof")) }()
 	// And the API server's over the same time, for what each kind of
 	// request it served cost it.
-	apiProfiled := make(chan error, 1)
+	type apiProfile struct {
+		cpu apiServerCPU
+		err error
+	}
+	apiProfiled := make(chan apiProfile, 1)
 	go func() {
-		var err error
-		run.apiCPU, err = profileAPIServer(ctx, cp, 20*time.Second, filepath.Join(dir, "kube-apiserver-cpu.prof"))
-		apiProfiled <- err
+		c, err := profileAPIServer(ctx, cp, 20*time.Second, filepath.Join(dir, "kube-apiserver-cpu.prof"))
+		apiProfiled <- apiProfile{c, err}
 	}()
 	// And what its goroutines wait for, at moments of the pass.
 	go func() {
@@ -283,7 +286,9 @@ func measureManager(ctx context.Context, o ScaleOptions, env *scaleEnv, log logr
 	if run.heapMiB, err = heapInUseMiB(mgr.MetricsURL()); err != nil {
 		return err
 	}
-	if err := errors.Join(<-profiled, <-apiProfiled, mgr.profile(ctx, "heap", filepath.Join(dir, "heap.prof"))); err != nil {
+	api := <-apiProfiled
+	run.apiCPU = api.cpu
+	if err := errors.Join(<-profiled, api.err, mgr.profile(ctx, "heap", filepath.Join(dir, "heap.prof"))); err != nil {
 		log.WithError(err).Warn("no profile of this manager")
 	}
 	log.WithFields(logrus.Fields{"per_resync": run.perResync(run.window.Total()), "resyncs": run.resyncs, "hwm_mib": MiB(run.mem.HWMKiB), "rss_mib": MiB(run.mem.RSSKiB)}).Info("scale scenario done")
