@@ -58,6 +58,7 @@ var apiWorks = []apiWork{
 	{name: "reads", frames: []string{"restfulListResource", "restfulGetResource", "serveResource.ListResource", "serveResource.GetResource", "serveStatus.GetResource"}},
 }
 
+// isWrite says whether request ("PATCH pods") is of a write verb.
 func isWrite(request string) bool {
 	verb, _, _ := strings.Cut(request, " ")
 	switch verb {

@@ -83,8 +83,7 @@ func parseAPIRequests(r io.Reader) (apiRequests, error) {
 func (w apiRequests) writes() apiRequests {
 	out := apiRequests{}
 	for k, v := range w {
-		switch verb, _, _ := strings.Cut(k, " "); verb {
-		case "POST", "PUT", "PATCH", "DELETE", "DELETECOLLECTION":
+		if isWrite(k) {
 			out[k] = v
 		}
 	}
