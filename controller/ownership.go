@@ -40,7 +40,7 @@ func (r *Reconciler) checkOwnership(ctx context.Context, s *v1alpha1.EurekaSynce
 		return fmt.Errorf("read namespace %s: %w", s.Namespace, err)
 	}
 	ns := ownership.Namespace{Name: s.Namespace, Labels: nsObj.Labels}
-	checker := ownership.Checker{Reader: r.client, Live: r.apiReader, Writer: r.client}
+	checker := ownership.Checker{Reader: r.client, Live: r.apiReader, Writer: r.client, Indexed: r.appIndexed}
 	v, err := checker.Check(ctx, s.EffectiveAppName(), ns, true)
 	if err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -108,4 +110,57 @@ func TestOwnership_AClaimNothingUsesIsReleased(t *testing.T) {
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(used), &got); err != nil {
 		t.Errorf("the claim of an app a syncer of the namespace registers: %v", err)
 	}
+}
+
+// Deciding an unclaimed app, the manager's ownership check reads the
+// syncers of that app from its cache's index, not every syncer of the
+// cluster, and still finds the oldest: asked by a younger namespace, it
+// names the older one as the owner. Its cache here never shows a claim
+// (the suite's manager claims the app at once), so the index alone
+// decides; nor a policy (the suite's shares every app).
+func TestOwnership_TheIndexedCheckNamesTheOldestRegistrant(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := newNamespace(t), newNamespace(t) // skips without the servers
+	app := "LEDGER-" + strings.ToUpper(a[len(a)-5:])
+	older := builders.Syncer(a, "ledger", builders.AppName(app))
+	if err := k8s.Create(ctx, older); err != nil {
+		t.Fatal(err)
+	}
+	younger := builders.Syncer(b, "ledger", builders.AppName(app))
+	if err := k8s.Create(ctx, younger); err != nil {
+		t.Fatal(err)
+	}
+	// Within one second of each other, the name decides (FirstRegistrant).
+	first, asking := older, younger
+	if ownership.FirstRegistrant([]v1alpha1.EurekaSyncer{*older, *younger}, app, "") != older.Namespace {
+		first, asking = younger, older
+	}
+
+	unseen, err := labels.Parse("eurekube.io/never-selected=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cache.New(cp.Config, cache.Options{Scheme: cp.Scheme, ByObject: map[client.Object]cache.ByObject{
+		&v1alpha1.EurekaAppClaim{}:  {Label: unseen},
+		&v1alpha1.EurekaAppPolicy{}: {Label: unseen},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ownership.IndexSyncers(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+	checker := ownership.Checker{Reader: c, Indexed: true}
+	harness.Eventually(t, patience, "the younger namespace told the older owns the app", func() error {
+		v, err := checker.Check(ctx, app, ownership.Namespace{Name: asking.Namespace}, false)
+		if err != nil {
+			return err
+		}
+		if v.Allowed || v.Owner != first.Namespace {
+			return fmt.Errorf("verdict %+v, want the app owned by %s", v, first.Namespace)
+		}
+		return nil
+	})
 }

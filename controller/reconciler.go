@@ -25,6 +25,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/ownership"
 	"github.com/eurekube/eurekube/webhook"
 )
 
@@ -109,6 +110,9 @@ type Reconciler struct {
 	// syncerIndex: the syncer informer's namespace index (syncersIn); nil
 	// reads with List.
 	syncerIndex toolscache.Indexer
+	// appIndexed: the cache has ownership's index of syncers by app
+	// (Setup registers it).
+	appIndexed bool
 }
 
 // NewReconciler returns a reconciler using the manager's clients. Setup
@@ -158,6 +162,11 @@ func Setup(mgr manager.Manager, o Options) error {
 	if err := indexPods(context.Background(), mgr); err != nil {
 		return err
 	}
+	// The webhook's ownership check reads the same cache (manager.go).
+	if err := ownership.IndexSyncers(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	r.appIndexed = true
 	idx, err := indexedSyncers(context.Background(), mgr)
 	if err != nil {
 		return err

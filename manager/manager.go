@@ -212,8 +212,10 @@ func setupWebhook(ctx context.Context, mgr manager.Manager, cfg Config, clusterI
 		LiveReader:         mgr.GetAPIReader(),
 		Defaults:           webhookDefaults(cfg, clusterID),
 		ExcludedNamespaces: excluded,
-		Ownership:          &ownership.Checker{Reader: mgr.GetCache(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient()},
-		Logger:             log.WithField("part", "webhook"),
+		// controller.Setup (setupControllers) registers the index on this
+		// cache.
+		Ownership: &ownership.Checker{Reader: mgr.GetCache(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(), Indexed: true},
+		Logger:    log.WithField("part", "webhook"),
 	})
 	mgr.GetWebhookServer().Register(webhook.Path, &admission.Webhook{Handler: h})
 	return nil

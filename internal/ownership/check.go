@@ -30,6 +30,30 @@ type Checker struct {
 	// Writer creates claims. Nil: Check never claims (a read-only caller,
 	// such as `eurekube check`).
 	Writer client.Writer
+	// Indexed: Reader is a cache with the index IndexSyncers registers,
+	// so Check reads only the syncers of the app it decides. Else it lists
+	// every syncer of the cluster, once per unclaimed app it is asked about.
+	Indexed bool
+}
+
+// syncersByApp is the syncer cache's index by the app each registers
+// (EffectiveAppName).
+const syncersByApp = "eurekube.io/app"
+
+// IndexSyncers registers with a cache the index of syncers by app that a
+// Checker with Indexed reads: a manager's first pass over a thousand new
+// syncers otherwise lists all of them for each, a thousand times.
+func IndexSyncers(ctx context.Context, fi client.FieldIndexer) error {
+	err := fi.IndexField(ctx, &v1alpha1.EurekaSyncer{}, syncersByApp, func(o client.Object) []string {
+		if s, ok := o.(*v1alpha1.EurekaSyncer); ok {
+			return []string{s.EffectiveAppName()}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("index EurekaSyncers by app: %w", err)
+	}
+	return nil
 }
 
 // Check says whether namespace ns may register app. An app no policy
@@ -55,7 +79,11 @@ func (c Checker) Check(ctx context.Context, app string, ns Namespace, claim bool
 		return v, nil
 	}
 	var syncers v1alpha1.EurekaSyncerList
-	if err := c.Reader.List(ctx, &syncers, client.UnsafeDisableDeepCopy); err != nil {
+	opts := []client.ListOption{client.UnsafeDisableDeepCopy}
+	if c.Indexed {
+		opts = append(opts, client.MatchingFields{syncersByApp: upper(app)})
+	}
+	if err := c.Reader.List(ctx, &syncers, opts...); err != nil {
 		return Verdict{}, fmt.Errorf("list EurekaSyncers: %w", err)
 	}
 	owner := FirstRegistrant(syncers.Items, app, ns.Name)
