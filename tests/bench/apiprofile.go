@@ -182,3 +182,37 @@ func (c apiServerCPU) String() string {
 	return fmt.Sprintf("the kube-apiserver's CPU profile over the first %s after /readyz: %s s, of which %s",
 		c.window.Round(time.Second), formatValue(c.total.Seconds()), strings.Join(parts, ", "))
 }
+
+// writesCPU is what writes would cost the API server at the per-request
+// cost of each kind of write its profile measured: the handling of the
+// write itself, without the watch events and garbage it makes. ok is
+// false when the profile holds no request of a kind writes has.
+func (c apiServerCPU) writesCPU(writes apiRequests) (cpu time.Duration, ok bool) {
+	for r, n := range writes {
+		w, found := workServing(r)
+		if !found {
+			return 0, false
+		}
+		var served float64
+		for pr, v := range c.requests {
+			if w.serves(pr) {
+				served += v
+			}
+		}
+		if served == 0 {
+			return 0, false
+		}
+		cpu += time.Duration(float64(c.byWork[w.name]) / served * n)
+	}
+	return cpu, true
+}
+
+// workServing is the kind of work that serves request.
+func workServing(request string) (apiWork, bool) {
+	for _, w := range apiWorks {
+		if w.serves != nil && w.serves(request) {
+			return w, true
+		}
+	}
+	return apiWork{}, false
+}

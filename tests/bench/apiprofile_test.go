@@ -86,4 +86,16 @@ func TestReadAPIServerCPU_SortsSamplesByWorkAndCostsEachWrite(t *testing.T) {
 			t.Errorf("%q lacks %q", got, want)
 		}
 	}
+	// The writes of a whole pass, each at its kind's cost: 200 status
+	// writes at 5 ms, 10 other custom-resource writes at 6 ms, 30
+	// built-in ones at 5 ms.
+	cpu, ok := c.writesCPU(apiRequests{"PATCH eurekasyncers/status": 200, "PUT eurekasyncers": 4, "POST eurekaappclaims": 6, "POST endpointslices": 30})
+	if want := 1000*time.Millisecond + 60*time.Millisecond + 150*time.Millisecond; !ok || cpu.Round(time.Millisecond) != want {
+		t.Errorf("writesCPU: %v (%v), want %v", cpu, ok, want)
+	}
+	// A kind of write the profile's window served none of has no cost.
+	c.requests = apiRequests{"PATCH eurekasyncers/status": 100}
+	if _, ok := c.writesCPU(apiRequests{"POST services": 1}); ok {
+		t.Error("writesCPU costed a kind of write the window never served")
+	}
 }

@@ -188,7 +188,7 @@ func addImportFigures(r *Results, o ScaleOptions, sc Scenario, now scaleRun) {
 		Anchor: fmt.Sprintf("of which start → /readyz (polled every 100 ms): %s s; until every import was right: %s", formatValue(now.readyz.Seconds()), work),
 		Method: fmt.Sprintf("%d apps of %d instances each registered UP directly in an empty Eureka registry (fast profile) as Spring's client on a VM registers them (no Eurekube marker, port %d), and one EurekaImport of each app created beforehand across %d namespaces; then the manager process starts (--resync-period %s, Eureka through a counting proxy) and the imports are watched until observedGeneration is their generation, endpoints reads %d/%d and Synced is True; then the EndpointSlices controlled by an EurekaImport are listed, and each app's must hold its %d endpoints, ready, at port %d. Writes and reconciles as for the syncers, for the eurekaimport controller.",
 			sc.ImportedApps, sc.InstancesPerApp, importInstancePort, sc.Namespaces, o.ResyncPeriod, sc.InstancesPerApp, sc.InstancesPerApp, sc.InstancesPerApp, importInstancePort),
-		IfMissed: "until every import was right the manager made " + work + "; " + now.apiCPU.String(),
+		IfMissed: "until every import was right the manager made " + work + "; " + now.apiCPU.String() + "; " + now.floor(),
 	})
 	r.Add(Figure{
 		ID: id + ".peak_rss", Section: SectionReconciler, Name: sc.Name + ": manager peak RSS",

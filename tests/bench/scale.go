@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -122,7 +123,10 @@ type scaleRun struct {
 	cpu string
 	// apiCPU: where the API server's CPU went over the first 20 s after
 	// /readyz.
-	apiCPU        apiServerCPU
+	apiCPU apiServerCPU
+	// bareList: a LIST of every pod by the bench just before the manager
+	// started, as its informer reads them (protobuf); zero without pods.
+	bareList      time.Duration
 	reconciles    float64 // until every status was right
 	reconcileSecs float64 // their summed duration
 	syncers, pods int
@@ -218,6 +222,11 @@ func measureManager(ctx context.Context, o ScaleOptions, env *scaleEnv, log logr
 	requests0, err := readAPIRequests(ctx, cp)
 	if err != nil {
 		return err
+	}
+	if run.pods > 0 {
+		if run.bareList, err = listPods(ctx, env.k8s, run.pods); err != nil {
+			return err
+		}
 	}
 	start := time.Now()
 	mgr, err := startManager(ctx, env.mo)
@@ -418,7 +427,7 @@ func addScaleFigures(r *Results, o ScaleOptions, sc Scenario, now scaleRun, befo
 			return fmt.Sprintf("%s s (%s)", formatValue(b.converged.Seconds()), b.work())
 		}),
 		Method:   fmt.Sprintf("%s created beforehand (%d pods in all, %s, Running and Ready with pod IPs through the status subresource), each pod's instance registered UP directly in an empty Eureka registry (fast profile) from the settings its registrar container was given (webhook.InjectedSettings, sidecar.Config.Instance); then the manager process starts (--resync-period %s, Eureka through a counting proxy) and the syncers are watched until observedGeneration, selected, injected, ready, registered and UP counts all equal the pods and Synced is True. The manager's writes are the kube-apiserver's apiserver_request_total for write verbs between its start and that moment (nothing else writes then); its reconciles and their summed time are controller-runtime's controller_runtime_reconcile_total and controller_runtime_reconcile_time_seconds for the syncer controller.", shape, sc.pods(), made, o.ResyncPeriod),
-		IfMissed: "until every status was right the manager made " + now.work() + "; " + now.apiCPU.String(),
+		IfMissed: "until every status was right the manager made " + now.work() + "; " + now.apiCPU.String() + "; " + now.floor(),
 	})
 	r.Add(Figure{
 		ID: id + ".peak_rss", Section: SectionReconciler, Name: sc.Name + ": manager peak RSS",
@@ -466,6 +475,43 @@ func (r scaleRun) work() string {
 	return fmt.Sprintf("%s API writes (%s), %s reconciles (%s per syncer) taking %s s in all, %s Eureka requests; %s",
 		formatValue(float64(r.writes.total())), r.writes, formatValue(r.reconciles), formatValue(r.reconciles/float64(max(r.syncers, 1))),
 		formatValue(r.reconcileSecs), formatValue(float64(r.untilRight.Total())), r.cpu)
+}
+
+// floor is the least time the first pass could take on this machine, by
+// what this run measured: reading the pods once (the bare LIST before the
+// manager started) plus the API server's CPU to handle the pass's writes
+// alone, at the cost per write its profile measured, spread over every
+// core. It leaves out etcd, the manager, Eureka, the watch events and
+// garbage the writes make: the pass cannot be quicker.
+func (r scaleRun) floor() string {
+	cpu, ok := r.apiCPU.writesCPU(r.writes)
+	if !ok {
+		return "no floor: the API server's profile holds no request of some kind of write the pass made"
+	}
+	cores := runtime.NumCPU()
+	spread := cpu / time.Duration(cores)
+	read := ""
+	if r.pods > 0 {
+		read = fmt.Sprintf("a bare LIST of the %d pods (protobuf, from the watch cache, by the bench before the manager started) took %s s, and ", r.pods, formatValue(r.bareList.Seconds()))
+	}
+	return fmt.Sprintf("a floor from this run: %sthese writes alone cost the API server %s CPU-s at the cost per write its profile measured (%s s on %d cores), so this pass takes at least %s s here",
+		read, formatValue(cpu.Seconds()), formatValue(spread.Seconds()), cores, formatValue((r.bareList + spread).Seconds()))
+}
+
+// listPods lists every pod once, as the manager's informer starts (from
+// the API server's watch cache: resourceVersion 0), and says how long it
+// took.
+func listPods(ctx context.Context, k8s client.Client, want int) (time.Duration, error) {
+	var pods corev1.PodList
+	began := time.Now()
+	if err := k8s.List(ctx, &pods, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+		return 0, fmt.Errorf("list the pods: %w", err)
+	}
+	took := time.Since(began)
+	if len(pods.Items) < want {
+		return 0, fmt.Errorf("listed %d pods, want %d", len(pods.Items), want)
+	}
+	return took, nil
 }
 
 func scenarioID(sc Scenario) string {
