@@ -125,7 +125,8 @@ type scaleRun struct {
 	// /readyz.
 	apiCPU apiServerCPU
 	// bareList: a LIST of every pod by the bench just before the manager
-	// started, as its informer reads them (protobuf); zero without pods.
+	// started, as its informer reads them (protobuf, from the watch
+	// cache); zero without pods.
 	bareList      time.Duration
 	reconciles    float64 // until every status was right
 	reconcileSecs float64 // their summed duration
@@ -191,7 +192,7 @@ func measureScaleOnce(ctx context.Context, o ScaleOptions, sc Scenario, m BuiltM
 
 	want := int32(sc.PodsPerSyncer)
 	err = measureManager(ctx, o, env, log, managedObjects{
-		controller: syncerController, count: len(syncers), what: "status",
+		controller: syncerController, count: len(syncers), what: "status", pods: sc.pods(),
 		waitRight: func(ctx context.Context) (time.Time, error) {
 			return waitStatusesRight(ctx, env.cp, len(syncers), want, 10*time.Minute)
 		},
@@ -207,6 +208,8 @@ type managedObjects struct {
 	// many there are; what names their right state in logs.
 	controller, what string
 	count            int
+	// pods is how many pods the manager's cache starts with.
+	pods int
 	// waitRight returns when every one is right; stillRight says which is
 	// not.
 	waitRight  func(context.Context) (time.Time, error)
@@ -223,8 +226,8 @@ func measureManager(ctx context.Context, o ScaleOptions, env *scaleEnv, log logr
 	if err != nil {
 		return err
 	}
-	if run.pods > 0 {
-		if run.bareList, err = listPods(ctx, env.k8s, run.pods); err != nil {
+	if objs.pods > 0 {
+		if run.bareList, err = listPods(ctx, env.k8s, objs.pods); err != nil {
 			return err
 		}
 	}
@@ -491,7 +494,7 @@ func (r scaleRun) floor() string {
 	cores := runtime.NumCPU()
 	spread := cpu / time.Duration(cores)
 	read := ""
-	if r.pods > 0 {
+	if r.bareList > 0 {
 		read = fmt.Sprintf("a bare LIST of the %d pods (protobuf, from the watch cache, by the bench before the manager started) took %s s, and ", r.pods, formatValue(r.bareList.Seconds()))
 	}
 	return fmt.Sprintf("a floor from this run: %sthese writes alone cost the API server %s CPU-s at the cost per write its profile measured (%s s on %d cores), so this pass takes at least %s s here",
