@@ -3,7 +3,6 @@ package harness
 import (
 	"bytes"
 	_ "embed"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -13,24 +12,17 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/eurekube/eurekube/internal/repo"
 )
 
 // RepoRoot returns the directory holding Eurekube's go.mod.
 func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
+	root, err := repo.Root()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("harness: %w", err)
 	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(data, []byte("module github.com/eurekube/eurekube\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("harness: not inside the Eurekube repository (no go.mod of github.com/eurekube/eurekube above the working directory)")
-		}
-		dir = parent
-	}
+	return root, nil
 }
 
 var buildMu sync.Mutex

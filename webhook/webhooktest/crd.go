@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -21,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/repo"
 )
 
 // crdSchema is the EurekaSyncer CRD's schema, read once from the
@@ -79,8 +79,11 @@ func AdmitSyncer(s *v1alpha1.EurekaSyncer) (*v1alpha1.EurekaSyncer, error) {
 }
 
 func loadSchema() (crdSchema, error) {
-	_, here, _, _ := runtime.Caller(0)
-	path := filepath.Join(filepath.Dir(here), "..", "..", "manifests", "crd", "bases", "eurekube.io_eurekasyncers.yaml")
+	root, err := repo.Root()
+	if err != nil {
+		return crdSchema{}, fmt.Errorf("find the CRD: %w", err)
+	}
+	path := filepath.Join(root, "manifests", "crd", "bases", "eurekube.io_eurekasyncers.yaml")
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return crdSchema{}, fmt.Errorf("read the CRD: %w", err)
