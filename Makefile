@@ -15,6 +15,13 @@ IMAGE_TAG      ?= dev
 GO_TEST_FLAGS  ?= -count=1 -timeout 40m
 FUZZTIME       ?= 10s
 export EUREKUBE_CACHE := $(CACHE)
+# Every Go build and test that make runs is static and -trimpath, as the
+# images and the built tools are, so that each dependency is compiled once
+# for all of them: the images, the tests, the fuzz targets and lint share
+# one build cache entry per package. Only the race detector's builds,
+# which need cgo, are apart (CGO_ENABLED=1 where they run).
+export CGO_ENABLED ?= 0
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 # Builds (or finds cached) what the sandbox and the bench run, two builds at
 # a time (tests/tools/artifacts.sh), and exports their paths. Assigned
 # before eval, so a failed build stops the recipe.
@@ -87,17 +94,17 @@ unit-race: ## make unit with the race detector (needs gcc; make test runs it too
 .PHONY: test
 # tests/tools/testrun runs the end-to-end suite on the real node, the
 # registrar suite (both mostly waiting), the controller suite with the race
-# detector and lint from the start; beside them the unit tier with the race
-# detector (make unit-race), every other package's tests and then the fuzz
-# targets (one worker each: the end-to-end stories still run beside them;
-# make fuzz uses every core); and leaves no process behind however the run
-# ends.
+# detector and lint from the start; beside them every other package's
+# tests with the race detector (their -short tests, the unit tier, run
+# there once) and then the fuzz targets (one worker each: the end-to-end
+# stories still run beside them; make fuzz uses every core); and leaves no
+# process behind however the run ends.
 test: deps ## Install and build everything needed, then run every test.
 	@start=$$(date +%s); \
 	$(TEST_ARTIFACTS); \
 	go build -o bin/testrun ./tests/tools/testrun; \
 	exec bin/testrun -since $$start -background ./tests/cluster,./tests/lifecycle,./tests/registrar \
-	  -race ./controller -race-short \
+	  -race ./controller -race-rest \
 	  -beside '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -fuzzworkers 1 -- $(GO_TEST_FLAGS)
 
 .PHONY: generate-check

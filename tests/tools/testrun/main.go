@@ -5,9 +5,9 @@
 // the start (the end-to-end suite on the real node and the registrar
 // suite spend most of their minutes waiting, not computing), and so do
 // the packages named by -race, with the race detector (the controller
-// suite), and the -beside command (lint); meanwhile it runs, with
-// -race-short, every package's -short tests with the race detector (the
-// unit tier), then every other package, then the fuzz targets; it prints
+// suite), and the -beside command (lint); meanwhile it runs every other
+// package (with -race-rest, with the race detector: their -short tests,
+// the unit tier, run there once, not twice), then the fuzz targets; it prints
 // each background job's output when it ends, and says how long the whole
 // run took. The race detector needs cgo and a C compiler: the race runs
 // get CGO_ENABLED=1, and the run stops at once when there is no compiler.
@@ -52,7 +52,7 @@ const runEnv = "EUREKUBE_TESTRUN"
 func main() {
 	background := flag.String("background", "", "comma-separated packages, each run by its own go test from the start, beside the others")
 	race := flag.String("race", "", "comma-separated packages, each run by its own go test -race from the start, beside the others")
-	raceShort := flag.Bool("race-short", false, "before the other packages, run every package's -short tests (the unit tier) with -race, but those of -race")
+	raceRest := flag.Bool("race-rest", false, "run the other packages (all but -background and -race) with -race too")
 	beside := flag.String("beside", "", "a shell command run from the start, beside the tests")
 	fuzzTime := flag.String("fuzztime", "10s", "how long each fuzz target runs")
 	fuzzWorkers := flag.Int("fuzzworkers", 0, "how many processes fuzz a target at once (0: one per core, as go test's -parallel)")
@@ -93,7 +93,7 @@ func main() {
 	if *fuzzOnly {
 		err = fuzz(ctx, *fuzzTime, *fuzzWorkers)
 	} else {
-		err = run(ctx, runOptions{background: splitList(*background), race: splitList(*race), raceShort: *raceShort,
+		err = run(ctx, runOptions{background: splitList(*background), race: splitList(*race), raceRest: *raceRest,
 			beside: *beside, goTestFlags: goTestFlags, fuzzTime: *fuzzTime, fuzzWorkers: *fuzzWorkers, start: start, logs: *logs})
 	}
 	signal.Stop(signals)
@@ -115,7 +115,7 @@ func fail(start time.Time, err error) {
 // runOptions are run's: the flags of the same names.
 type runOptions struct {
 	background, race []string
-	raceShort        bool
+	raceRest         bool
 	beside           string
 	goTestFlags      []string
 	fuzzTime         string
@@ -129,7 +129,7 @@ type runOptions struct {
 // run runs the tests, then the fuzz targets when they passed.
 func run(ctx context.Context, o runOptions) error {
 	goTestFlags := o.goTestFlags
-	if len(o.race) > 0 || o.raceShort {
+	if len(o.race) > 0 || o.raceRest {
 		if err := raceReady(ctx); err != nil {
 			return err
 		}
@@ -138,7 +138,6 @@ func run(ctx context.Context, o runOptions) error {
 	if err != nil {
 		return err
 	}
-	everything := slices.Clone(all)
 	type job struct {
 		name string
 		out  bytes.Buffer
@@ -201,7 +200,6 @@ func run(ctx context.Context, o runOptions) error {
 		jobs = append(jobs, j)
 		return nil
 	}
-	var raced []string
 	for _, b := range append(suites(o.background, false), suites(o.race, true)...) {
 		pkgs, err := goList(ctx, b.pattern)
 		if err != nil {
@@ -211,7 +209,6 @@ func run(ctx context.Context, o runOptions) error {
 		args := []string{"test", "-json"}
 		if b.race {
 			args = append(args, "-race")
-			raced = append(raced, pkgs...)
 		}
 		cmd := goCmd(ctx, slices.Concat(args, goTestFlags, pkgs)...)
 		if b.race {
@@ -229,29 +226,24 @@ func run(ctx context.Context, o runOptions) error {
 		}
 	}
 	var errs []error
-	// One after another, each stopping the rest when it fails: the unit
-	// tier with the race detector (quick), every other package, the fuzz
-	// targets.
-	if o.raceShort {
-		fmt.Println("testrun: the unit tier with the race detector (go test -short -race)")
-		short := slices.DeleteFunc(everything, func(p string) bool { return slices.Contains(raced, p) })
-		cmd := goCmd(ctx, slices.Concat([]string{"test", "-short", "-race"}, goTestFlags, short)...)
-		cmd.Env = raceEnv()
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		began := time.Now()
-		if err := cmd.Run(); err != nil {
-			errs = append(errs, fmt.Errorf("go test -short -race: %w", err))
-		}
-		fmt.Printf("testrun: the unit tier with the race detector took %s\n", cost(cmd, began))
-	}
+	// One after another, the second only when the first passed: every
+	// other package, the fuzz targets.
 	if len(errs) == 0 {
-		cmd := goCmd(ctx, append(append([]string{"test"}, goTestFlags...), all...)...)
+		args := []string{"test"}
+		if o.raceRest {
+			args = append(args, "-race")
+		}
+		cmd := goCmd(ctx, slices.Concat(args, goTestFlags, all)...)
+		if o.raceRest {
+			cmd.Env = raceEnv()
+		}
+		fmt.Printf("testrun: the other packages (%s)\n", strings.Join(slices.Concat([]string{"go"}, args), " "))
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		began := time.Now()
 		err := cmd.Run()
 		fmt.Printf("testrun: the other packages took %s\n", cost(cmd, began))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("go test: %w", err))
+			errs = append(errs, fmt.Errorf("%s: %w", strings.Join(slices.Concat([]string{"go"}, args), " "), err))
 		} else {
 			began = time.Now()
 			if err := fuzz(ctx, o.fuzzTime, o.fuzzWorkers); err != nil {
