@@ -166,13 +166,7 @@ func (c apiServerCPU) String() string {
 		}
 		part := fmt.Sprintf("%s %s s", w.name, formatValue(d.Seconds()))
 		if w.serves != nil {
-			var n float64
-			for r, v := range c.requests {
-				if w.serves(r) {
-					n += v
-				}
-			}
-			if n > 0 {
+			if n := c.served(w); n > 0 {
 				part += fmt.Sprintf(" for %s requests (%s ms each)", formatValue(n), formatValue(d.Seconds()*1000/n))
 			}
 		}
@@ -193,12 +187,7 @@ func (c apiServerCPU) writesCPU(writes apiRequests) (cpu time.Duration, ok bool)
 		if !found {
 			return 0, false
 		}
-		var served float64
-		for pr, v := range c.requests {
-			if w.serves(pr) {
-				served += v
-			}
-		}
+		served := c.served(w)
 		if served == 0 {
 			return 0, false
 		}
@@ -215,4 +204,15 @@ func workServing(request string) (apiWork, bool) {
 		}
 	}
 	return apiWork{}, false
+}
+
+// served is how many of the requests counted during the profile w served.
+func (c apiServerCPU) served(w apiWork) float64 {
+	var n float64
+	for r, v := range c.requests {
+		if w.serves(r) {
+			n += v
+		}
+	}
+	return n
 }
