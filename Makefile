@@ -17,11 +17,12 @@ FUZZTIME       ?= 10s
 export EUREKUBE_CACHE := $(CACHE)
 # Every Go build and test that make runs is static and -trimpath, as the
 # images and the built tools are, so that each dependency is compiled once
-# for all of them: the images, the tests, the fuzz targets and lint share
-# one build cache entry per package. Only the race detector's builds,
-# which need cgo, are apart (CGO_ENABLED=1 where they run).
+# for all of them: the images, the node's suites, make unit and lint share
+# one build cache entry per package. The race detector's builds (cgo,
+# CGO_ENABLED=1 where they run) and fuzzing's (instrumented) stay apart.
+# GOFLAGS keeps what go env says (go env -w included).
 export CGO_ENABLED ?= 0
-export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+export GOFLAGS := $(strip $(filter-out -trimpath,$(shell go env GOFLAGS 2>/dev/null)) -trimpath)
 # Builds (or finds cached) what the sandbox and the bench run, two builds at
 # a time (tests/tools/artifacts.sh), and exports their paths. Assigned
 # before eval, so a failed build stops the recipe.
@@ -88,7 +89,7 @@ unit: ## The tests that need nothing but Go (go test -short): seconds, no JVM, n
 	go test -short -count=1 ./...
 
 .PHONY: unit-race
-unit-race: ## make unit with the race detector (needs gcc; make test runs it too).
+unit-race: ## make unit with the race detector (needs gcc; make test runs every package's tests with it).
 	CGO_ENABLED=1 go test -short -race -count=1 ./...
 
 .PHONY: test

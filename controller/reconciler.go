@@ -65,6 +65,10 @@ type Options struct {
 	// Logger receives the reconciler's and its Eureka clients' logs
 	// (default: logrus' standard logger).
 	Logger logrus.FieldLogger
+	// AppIndexed: the manager's cache has ownership's index of syncers by
+	// app already (manager.Run registers it once, for the webhook too);
+	// else Setup registers it.
+	AppIndexed bool
 }
 
 const (
@@ -162,9 +166,10 @@ func Setup(mgr manager.Manager, o Options) error {
 	if err := indexPods(context.Background(), mgr); err != nil {
 		return err
 	}
-	// The webhook's ownership check reads the same cache (manager.go).
-	if err := ownership.IndexSyncers(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
+	if !o.AppIndexed {
+		if err := ownership.IndexSyncers(context.Background(), mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
 	}
 	r.appIndexed = true
 	idx, err := indexedSyncers(context.Background(), mgr)

@@ -104,6 +104,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := setupCertificates(mgr, certificates); err != nil {
 		return err
 	}
+	// The webhook's ownership check and the reconciler's read syncers by
+	// app from this one index of the shared cache.
+	if err := ownership.IndexSyncers(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	if err := setupWebhook(ctx, mgr, cfg, clusterID, log); err != nil {
 		return err
 	}
@@ -212,8 +217,7 @@ func setupWebhook(ctx context.Context, mgr manager.Manager, cfg Config, clusterI
 		LiveReader:         mgr.GetAPIReader(),
 		Defaults:           webhookDefaults(cfg, clusterID),
 		ExcludedNamespaces: excluded,
-		// controller.Setup (setupControllers) registers the index on this
-		// cache.
+		// Run registers the index on this cache.
 		Ownership: &ownership.Checker{Reader: mgr.GetCache(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(), Indexed: true},
 		Logger:    log.WithField("part", "webhook"),
 	})
@@ -230,6 +234,7 @@ func setupControllers(mgr manager.Manager, cfg Config, clusterID string, log *lo
 		EurekaTimeout: cfg.EurekaTimeout,
 		Defaults:      webhookDefaults(cfg, clusterID),
 		Grant:         cfg.Grant(),
+		AppIndexed:    true, // by Run
 		Logger:        log.WithField("controller", "eurekasyncer"),
 	})
 	if err != nil {

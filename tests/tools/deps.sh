@@ -10,7 +10,7 @@ need=()
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v git >/dev/null 2>&1 || need+=(git)
-# make test runs the unit tier and the controller suite with the race
+# make test runs every package's tests but the node's suites with the race
 # detector, which builds with cgo: a C compiler.
 command -v "$(go env CC 2>/dev/null || echo gcc)" >/dev/null 2>&1 || need+=(gcc)
 # The node needs root to run at all; without root its tests skip, so its

@@ -225,32 +225,31 @@ func run(ctx context.Context, o runOptions) error {
 			return err
 		}
 	}
-	var errs []error
 	// One after another, the second only when the first passed: every
 	// other package, the fuzz targets.
-	if len(errs) == 0 {
-		args := []string{"test"}
-		if o.raceRest {
-			args = append(args, "-race")
+	var errs []error
+	args := []string{"test"}
+	if o.raceRest {
+		args = append(args, "-race")
+	}
+	cmd := goCmd(ctx, slices.Concat(args, goTestFlags, all)...)
+	if o.raceRest {
+		cmd.Env = raceEnv()
+	}
+	command := strings.Join(slices.Concat([]string{"go"}, args), " ")
+	fmt.Printf("testrun: the other packages (%s)\n", command)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	began := time.Now()
+	err = cmd.Run()
+	fmt.Printf("testrun: the other packages took %s\n", cost(cmd, began))
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", command, err))
+	} else {
+		began = time.Now()
+		if err := fuzz(ctx, o.fuzzTime, o.fuzzWorkers); err != nil {
+			errs = append(errs, err)
 		}
-		cmd := goCmd(ctx, slices.Concat(args, goTestFlags, all)...)
-		if o.raceRest {
-			cmd.Env = raceEnv()
-		}
-		fmt.Printf("testrun: the other packages (%s)\n", strings.Join(slices.Concat([]string{"go"}, args), " "))
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		began := time.Now()
-		err := cmd.Run()
-		fmt.Printf("testrun: the other packages took %s\n", cost(cmd, began))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", strings.Join(slices.Concat([]string{"go"}, args), " "), err))
-		} else {
-			began = time.Now()
-			if err := fuzz(ctx, o.fuzzTime, o.fuzzWorkers); err != nil {
-				errs = append(errs, err)
-			}
-			fmt.Printf("testrun: the fuzz targets took %ds\n", int(time.Since(began).Seconds()))
-		}
+		fmt.Printf("testrun: the fuzz targets took %ds\n", int(time.Since(began).Seconds()))
 	}
 	stopping := false
 	for _, j := range jobs {
