@@ -2,7 +2,8 @@
 // container: an HTTP server on $LISTEN_ADDR (default :8080) that answers
 // every readiness path with 200 and "/" with its pod name ($POD_NAME), so a
 // caller can see which pod served it. On SIGTERM it stops accepting new
-// connections and exits, as a well-behaved app does.
+// connections, answers the requests in flight and exits, as a well-behaved
+// app does.
 //
 // With $MANAGEMENT_ADDR it also serves a Spring Boot Actuator there, as
 // Spring Boot does on management.server.port: /actuator/health (and its
@@ -66,6 +67,7 @@ func main() {
 	defer stop()
 	addr := cmp.Or(os.Getenv("LISTEN_ADDR"), ":8080")
 	errs := make(chan error, 2)
+	servers := 1
 	if os.Getenv("LISTEN_PROTOCOL") == "tcp" {
 		go func() { errs <- serveTCP(ctx, addr, pod) }()
 	} else {
@@ -74,18 +76,26 @@ func main() {
 		go func() { errs <- serveHTTP(ctx, addr, mux) }()
 	}
 	if mgmt := os.Getenv("MANAGEMENT_ADDR"); mgmt != "" {
+		servers++
 		go func() { errs <- serveHTTP(ctx, mgmt, actuator(pod)) }()
 	}
-	if err := <-errs; err != nil {
-		fmt.Fprintln(os.Stderr, "testapp:", err)
-		os.Exit(1)
+	// Every server has drained before the process exits: an exit cuts
+	// the connections of the requests still in flight.
+	for range servers {
+		if err := <-errs; err != nil {
+			fmt.Fprintln(os.Stderr, "testapp:", err)
+			os.Exit(1)
+		}
 	}
 }
 
-// serveHTTP serves h on addr until ctx ends, then shuts down gracefully.
+// serveHTTP serves h on addr until ctx ends, then shuts down gracefully:
+// it returns once the requests in flight are answered (for at most 5 s).
 func serveHTTP(ctx context.Context, addr string, h http.Handler) error {
 	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -94,6 +104,9 @@ func serveHTTP(ctx context.Context, addr string, h http.Handler) error {
 	if err := srv.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	// ListenAndServe returns as soon as Shutdown begins, before the
+	// connections still answering a request are done.
+	<-drained
 	return nil
 }
 
