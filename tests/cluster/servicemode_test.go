@@ -123,7 +123,7 @@ func TestServiceMode_CalledByNameThroughARolloutAndALeaderKill(t *testing.T) {
 	d := sc.StatsT(t).Since(before)
 	t.Logf("%d calls by name through the rollout and the leader's kill (%s), answered by %v", d.OK, time.Since(began).Round(time.Second), d.ByInstance)
 	if d.Failed != 0 {
-		t.Fatalf("%d of %d calls failed (last error: %s)", d.Failed, d.OK+d.Failed, d.LastError)
+		t.Fatalf("%d of %d calls failed (last error: %s); the rollout began and the leader was killed at %s", d.Failed, d.OK+d.Failed, d.LastError, killedAt.UTC().Format(time.RFC3339Nano))
 	}
 	waitManagerReady(t)
 }

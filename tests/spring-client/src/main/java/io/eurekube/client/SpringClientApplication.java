@@ -1,6 +1,7 @@
 package io.eurekube.client;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -86,13 +87,17 @@ public class SpringClientApplication implements CommandLineRunner {
     }
 
     private void callOnce() {
+        Instant began = Instant.now();
         try {
             String body = restClient.get().uri("http://" + service + path).retrieve().body(String.class);
             ok.incrementAndGet();
             byInstance.computeIfAbsent(body == null ? "" : body.trim(), k -> new AtomicLong()).incrementAndGet();
         } catch (RuntimeException e) {
             failed.incrementAndGet();
-            lastError.set(e.getClass().getSimpleName() + ": " + e.getMessage());
+            // When the call began and how long it took: a test lines a
+            // failure up with what it did to the pods at that moment.
+            lastError.set(e.getClass().getSimpleName() + ": " + e.getMessage() + " (call began " + began
+                    + ", failed after " + Duration.between(began, Instant.now()).toMillis() + " ms)");
         }
     }
 
