@@ -49,6 +49,7 @@ func TestRun_WritesTheReportFromRealParts(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"pod CREATE p99, Eurekube ÷ precomputed patch", "handler p99, one client", "2 syncers × 3 pods: manager peak RSS", "2 syncers × 3 pods, after an upgrade: manager start → every status right", "2 imported apps × 3 instances: manager start → every import's slices right",
+		"what the pass cannot do without, done by the bench alone",
 		"pod CREATE p50 through a no-op webhook", "pod CREATE p99 without a webhook", "kube-apiserver v",
 		"app healthy → UP on the server, slowest", "SIGTERM → gone from the server, slowest", "Eureka requests per instance per minute", "RSS, registered and probing"} {
 		if !strings.Contains(string(data), want) {

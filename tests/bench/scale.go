@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -130,7 +131,10 @@ type scaleRun struct {
 	podsRead time.Duration
 	// cachedPods: the pods the manager's cache starts with (none for
 	// imports, whose pods field counts instances).
-	cachedPods    int
+	cachedPods int
+	// bare: the pass's writes made by the bench alone (zero when the
+	// scenario has none).
+	bare          bareWrites
 	reconciles    float64 // until every status was right
 	reconcileSecs float64 // their summed duration
 	syncers, pods int
@@ -217,6 +221,28 @@ type managedObjects struct {
 	// not.
 	waitRight  func(context.Context) (time.Time, error)
 	stillRight func(context.Context) error
+	// bareWrites, when set, makes the writes the pass cannot do without,
+	// as the bench alone, once the manager has stopped: the anchor of how
+	// fast any controller could make them here. It says what it wrote.
+	bareWrites func(context.Context) (bareWrites, error)
+}
+
+// bareWrites is what a scenario's bareWrites made, and what that took.
+type bareWrites struct {
+	// what says which writes, count how many.
+	what  string
+	count int
+	// read: the full read of the registry before them, of readInstances
+	// instances (zero when the scenario reads none).
+	read          time.Duration
+	readInstances int
+	// watches: the kinds watched while writing, and the events received.
+	watches []string
+	events  int
+	// took: the wall time of it all; cpu: what the processes used
+	// meanwhile.
+	took time.Duration
+	cpu  string
 }
 
 // measureManager starts the manager on env's fixtures and measures its
@@ -301,17 +327,30 @@ func measureManager(ctx context.Context, o ScaleOptions, env *scaleEnv, log logr
 	if err := errors.Join(<-profiled, api.err, mgr.profile(ctx, "heap", filepath.Join(dir, "heap.prof"))); err != nil {
 		log.WithError(err).Warn("no profile of this manager")
 	}
-	// What reading the pods costs the API server and a client alone, for
-	// the floor: timed with the manager stopped, so that neither disturbs
-	// the other.
+	// What reading the pods, and making the pass's writes, cost the API
+	// server and a client alone, for the floor: timed with the manager
+	// stopped, so that neither disturbs the other.
 	run.cachedPods = objs.pods
-	if objs.pods > 0 {
+	if objs.pods > 0 || objs.bareWrites != nil {
 		if err := mgr.Stop(); err != nil {
 			log.WithError(err).Warn("stop the manager")
 		}
+	}
+	if objs.pods > 0 {
 		if run.podsRead, err = watchListPods(ctx, cp.Config, objs.pods); err != nil {
 			log.WithError(err).Warn("no floor for this pass")
 		}
+	}
+	if objs.bareWrites != nil {
+		cpu0, start := procs.read(), time.Now()
+		bare, err := objs.bareWrites(ctx)
+		if err != nil {
+			return fmt.Errorf("the bench's own writes: %w", err)
+		}
+		bare.took = time.Since(start)
+		bare.cpu = procs.describe(cpu0, procs.read(), bare.took)
+		run.bare = bare
+		log.WithFields(logrus.Fields{"writes": bare.count, "took": bare.took}).Info("the pass's writes, made by the bench alone")
 	}
 	log.WithFields(logrus.Fields{"per_resync": run.perResync(run.window.Total()), "resyncs": run.resyncs, "hwm_mib": MiB(run.mem.HWMKiB), "rss_mib": MiB(run.mem.RSSKiB)}).Info("scale scenario done")
 	return nil
@@ -517,8 +556,23 @@ func (r scaleRun) floor() string {
 	if r.podsRead > 0 {
 		read = fmt.Sprintf("the bench's own watch-list of the %d pods, as the manager's informer starts (protobuf, sendInitialEvents, timed with the manager stopped), took %s s; ", r.cachedPods, formatValue(r.podsRead.Seconds()))
 	}
-	return fmt.Sprintf("a floor estimated from this run: %sthe pass's writes alone cost the API server %s CPU-s at the cost per write of each kind its profile measured in the pass (%s s over %d cores), so at these costs the pass takes at least %s s here",
+	floor := fmt.Sprintf("a floor estimated from this run: %sthe pass's writes alone cost the API server %s CPU-s at the cost per write of each kind its profile measured in the pass (%s s over %d cores), so at these costs the pass takes at least %s s here",
 		read, formatValue(cpu.Seconds()), formatValue(spread.Seconds()), cores, formatValue((r.podsRead + spread).Seconds()))
+	if r.bare.count > 0 {
+		floor += fmt.Sprintf("; measured: %s; with the start to /readyz, at least %s s here",
+			r.bare, formatValue((r.readyz + r.bare.took).Seconds()))
+	}
+	return floor
+}
+
+// String says what the bench's own pass took.
+func (b bareWrites) String() string {
+	read := ""
+	if b.readInstances > 0 {
+		read = fmt.Sprintf("a full read of the registry (%d instances, as the manager's first) took %s s, then ", b.readInstances, formatValue(b.read.Seconds()))
+	}
+	return fmt.Sprintf("done by the bench alone once the manager had stopped, %sthe %s writes the pass cannot do without (%s), %d at a time as the manager's workers, with the watches open that a controller of them keeps (%s: %d events received), took %s s in all (%s)",
+		read, formatValue(float64(b.count)), b.what, scaleWorkers, strings.Join(b.watches, ", "), b.events, formatValue(b.took.Seconds()), b.cpu)
 }
 
 func scenarioID(sc Scenario) string {
