@@ -18,7 +18,7 @@ func TestCheckAndUninstall_PrintNoPasswordAnOlderManagerWrote(t *testing.T) {
 		Message: `heartbeat ORDERS/orders-1: PUT http://orders:s3cret@eureka:8761/eureka/apps/ORDERS/orders-1: connection refused`})
 	var out strings.Builder
 	printFindings(&out, evaluateEureka([]v1alpha1.EurekaSyncer{s}))
-	reportLeft(&out, []v1alpha1.EurekaSyncer{s}, time.Minute)
+	reportLeft(&out, departingKinds, map[string][]departed{"EurekaSyncer": {{&s, s.Status.Conditions}}}, time.Minute)
 	if strings.Contains(out.String(), "s3cret") || strings.Count(out.String(), "PUT http://orders:xxxxx@eureka:8761/eureka/apps/ORDERS/orders-1") != 2 {
 		t.Errorf("want the URL redacted in both, got:\n%s", out.String())
 	}

@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -17,14 +18,18 @@ import (
 )
 
 const uninstallHelp = `
-Delete every EurekaSyncer in every namespace and wait until each is gone,
-before Eurekube itself is uninstalled (the Helm chart runs it as a
-pre-delete hook). The manager detaches each deleted syncer (cancels its
-instances in Eureka, stops injecting, removes its finalizer), so it must
-be running until this command ends. On --timeout the syncers still
-present are listed with their conditions and the exit code is 1.`
+Delete every EurekaSyncer and every EurekaImport in every namespace and
+wait until each is gone, before Eurekube itself is uninstalled (the Helm
+chart runs it as a pre-delete hook). The manager detaches each deleted
+syncer (cancels its instances in Eureka, stops injecting) and removes each
+deleted import's Service, Endpoints and EndpointSlices (a Service handed
+over to Kubernetes stays), then removes their finalizers, so it must be
+running until this command ends: an import or syncer left behind would
+hold its namespace, and the CRD, on a finalizer nobody removes. On
+--timeout the ones still present are listed with their conditions and the
+exit code is 1.`
 
-// uninstallPoll is how often uninstall looks at the syncers left.
+// uninstallPoll is how often uninstall looks at what is left.
 var uninstallPoll = time.Second
 
 func runUninstall(ctx context.Context, e *env, args []string) error {
@@ -32,7 +37,7 @@ func runUninstall(ctx context.Context, e *env, args []string) error {
 	var timeout time.Duration
 	fs := e.flagSet("uninstall", "[--timeout=5m]", uninstallHelp)
 	kube.add(fs, "")
-	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the manager to detach every syncer")
+	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the manager to let every syncer and import go")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -46,29 +51,84 @@ func runUninstall(ctx context.Context, e *env, args []string) error {
 	return uninstall(ctx, cl, e.Out, e.Err, timeout)
 }
 
-// uninstall deletes every syncer and waits until none is left.
+// departing is a kind uninstall deletes, and waits for: the manager lets
+// each go once it has undone what it did for it.
+type departing struct {
+	kind string
+	// undone says what the manager did once one is gone; finalizer is
+	// the manager's on it.
+	undone, finalizer string
+	list              func(context.Context, client.Reader) ([]departed, error)
+}
+
+// departed is one object of a departing kind, as uninstall reports it.
+type departed struct {
+	client.Object
+	conditions []metav1.Condition
+}
+
+var departingKinds = []departing{
+	{kind: "EurekaSyncer", undone: "detached", finalizer: v1alpha1.Finalizer,
+		list: func(ctx context.Context, c client.Reader) ([]departed, error) {
+			var list v1alpha1.EurekaSyncerList
+			if err := c.List(ctx, &list); err != nil {
+				return nil, err
+			}
+			out := make([]departed, len(list.Items))
+			for i := range list.Items {
+				out[i] = departed{&list.Items[i], list.Items[i].Status.Conditions}
+			}
+			return out, nil
+		}},
+	{kind: "EurekaImport", undone: "removed", finalizer: v1alpha1.ImportFinalizer,
+		list: func(ctx context.Context, c client.Reader) ([]departed, error) {
+			var list v1alpha1.EurekaImportList
+			if err := c.List(ctx, &list); err != nil {
+				return nil, err
+			}
+			out := make([]departed, len(list.Items))
+			for i := range list.Items {
+				out[i] = departed{&list.Items[i], list.Items[i].Status.Conditions}
+			}
+			return out, nil
+		}},
+}
+
+// uninstall deletes every syncer and import and waits until none is left.
 func uninstall(ctx context.Context, c client.Client, out, errOut io.Writer, timeout time.Duration) error {
-	left, err := listSyncers(ctx, c)
-	if err != nil {
-		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			fmt.Fprintln(out, "No EurekaSyncer CRD: nothing to delete.")
-			return nil
+	var kinds []departing
+	left := map[string][]departed{}
+	for _, k := range departingKinds {
+		objs, err := k.list(ctx, c)
+		if err != nil {
+			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+				fmt.Fprintf(out, "No %s CRD: no %s to delete.\n", k.kind, k.kind)
+				continue
+			}
+			return fmt.Errorf("list %ss: %w", k.kind, err)
 		}
-		return err
+		kinds = append(kinds, k)
+		left[k.kind] = objs
 	}
-	if len(left) == 0 {
-		fmt.Fprintln(out, "No EurekaSyncer left.")
+	if total(left) == 0 {
+		fmt.Fprintf(out, "No %s left.\n", kindNames(kinds, " or "))
 		return nil
 	}
-	for i := range left {
-		s := &left[i]
-		err := c.Delete(ctx, s, client.PropagationPolicy("Background"))
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete EurekaSyncer %s/%s: %w", s.Namespace, s.Name, err)
+	var waiting []string
+	for _, k := range kinds {
+		for _, o := range left[k.kind] {
+			err := c.Delete(ctx, o.Object, client.PropagationPolicy("Background"))
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete %s %s/%s: %w", k.kind, o.GetNamespace(), o.GetName(), err)
+			}
+			fmt.Fprintf(out, "deleted %s %s/%s\n", k.kind, o.GetNamespace(), o.GetName())
 		}
-		fmt.Fprintf(out, "deleted EurekaSyncer %s/%s\n", s.Namespace, s.Name)
+		if n := len(left[k.kind]); n > 0 {
+			verb := map[string]string{"detached": "detach", "removed": "remove"}[k.undone]
+			waiting = append(waiting, fmt.Sprintf("%s %d %s(s)", verb, n, k.kind))
+		}
 	}
-	fmt.Fprintf(out, "waiting for the manager to detach %d EurekaSyncer(s)\n", len(left))
+	fmt.Fprintf(out, "waiting for the manager to %s\n", strings.Join(waiting, " and "))
 
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -80,51 +140,72 @@ func uninstall(ctx context.Context, c client.Client, out, errOut io.Writer, time
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			reportLeft(errOut, left, timeout)
+			reportLeft(errOut, kinds, left, timeout)
 			return errReported
 		case <-tick.C:
 		}
-		now, err := listSyncers(wctx, c)
-		if err != nil {
-			if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || meta.IsNoMatchError(err) {
-				return err
+		for _, k := range kinds {
+			if len(left[k.kind]) == 0 {
+				continue
 			}
-			// A read cut short by the deadline (client-go's rate limiter
-			// refuses to wait past it, which is no DeadlineExceeded) or a
-			// passing failure: read again until the deadline, then report
-			// what was last seen.
-			continue
-		}
-		for _, s := range left {
-			if !slices.ContainsFunc(now, func(n v1alpha1.EurekaSyncer) bool { return n.UID == s.UID }) {
-				fmt.Fprintf(out, "detached EurekaSyncer %s/%s (%d left)\n", s.Namespace, s.Name, len(now))
+			now, err := k.list(wctx, c)
+			if err != nil {
+				if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) || meta.IsNoMatchError(err) {
+					return fmt.Errorf("list %ss: %w", k.kind, err)
+				}
+				// A read cut short by the deadline (client-go's rate
+				// limiter refuses to wait past it, which is no
+				// DeadlineExceeded) or a passing failure: read again
+				// until the deadline, then report what was last seen.
+				continue
 			}
+			for _, o := range left[k.kind] {
+				if !slices.ContainsFunc(now, func(n departed) bool { return n.GetUID() == o.GetUID() }) {
+					fmt.Fprintf(out, "%s %s %s/%s (%d left)\n", k.undone, k.kind, o.GetNamespace(), o.GetName(), len(now))
+				}
+			}
+			left[k.kind] = now
 		}
-		left = now
-		if len(left) == 0 {
-			fmt.Fprintln(out, "Every EurekaSyncer is gone: Eurekube can be uninstalled.")
+		if total(left) == 0 {
+			fmt.Fprintf(out, "Every %s is gone: Eurekube can be uninstalled.\n", kindNames(kinds, " and "))
 			return nil
 		}
 	}
 }
 
-func listSyncers(ctx context.Context, c client.Reader) ([]v1alpha1.EurekaSyncer, error) {
-	var list v1alpha1.EurekaSyncerList
-	if err := c.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("list EurekaSyncers: %w", err)
+func total(left map[string][]departed) int {
+	n := 0
+	for _, objs := range left {
+		n += len(objs)
 	}
-	return list.Items, nil
+	return n
 }
 
-// reportLeft names the syncers still present, their finalizers and
-// conditions, and what keeps them.
-func reportLeft(w io.Writer, left []v1alpha1.EurekaSyncer, timeout time.Duration) {
-	fmt.Fprintf(w, "timed out after %s: %d EurekaSyncer(s) still present:\n", timeout, len(left))
-	for _, s := range left {
-		fmt.Fprintf(w, "  %s/%s  finalizers: %s\n", s.Namespace, s.Name, orDash(strings.Join(s.Finalizers, ", ")))
-		for _, c := range s.Status.Conditions {
-			fmt.Fprintf(w, "    %s=%s %s: %s\n", c.Type, c.Status, c.Reason, eureka.Redact(c.Message)) // an older manager's may quote a password
-		}
+// kindNames joins the kinds' names with sep.
+func kindNames(kinds []departing, sep string) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = k.kind
 	}
-	fmt.Fprintf(w, "The manager removes each syncer's finalizer (%s) once it has detached it: it must be running (kubectl -n eurekube-system get pods). Uninstall Eurekube only after every syncer is gone.\n", v1alpha1.Finalizer)
+	return strings.Join(names, sep)
+}
+
+// reportLeft names the syncers and imports still present, their
+// finalizers and conditions, and what keeps them.
+func reportLeft(w io.Writer, kinds []departing, left map[string][]departed, timeout time.Duration) {
+	for _, k := range kinds {
+		objs := left[k.kind]
+		if len(objs) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "timed out after %s: %d %s(s) still present:\n", timeout, len(objs), k.kind)
+		for _, o := range objs {
+			fmt.Fprintf(w, "  %s/%s  finalizers: %s\n", o.GetNamespace(), o.GetName(), orDash(strings.Join(o.GetFinalizers(), ", ")))
+			for _, c := range o.conditions {
+				fmt.Fprintf(w, "    %s=%s %s: %s\n", c.Type, c.Status, c.Reason, eureka.Redact(c.Message)) // an older manager's may quote a password
+			}
+		}
+		fmt.Fprintf(w, "The manager removes each %s's finalizer (%s) once it has %s it: it must be running (kubectl -n eurekube-system get pods).\n", k.kind, k.finalizer, k.undone)
+	}
+	fmt.Fprintln(w, "Uninstall Eurekube only after every syncer and import is gone.")
 }

@@ -99,7 +99,7 @@ func setupImports(mgr manager.Manager, r *Reconciler) error {
 var notCreated = predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
 
 // importFinalizer keeps a deleted import until what it made is gone.
-const importFinalizer = "eurekube.io/import"
+const importFinalizer = v1alpha1.ImportFinalizer
 
 // Reconcile keeps one import's Service and slices.
 func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {

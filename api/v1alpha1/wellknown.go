@@ -58,6 +58,9 @@ const (
 
 	// Finalizer keeps a deleted syncer until its instances are gone.
 	Finalizer = "eurekube.io/finalizer"
+	// ImportFinalizer keeps a deleted import until the Service, Endpoints
+	// and EndpointSlices it made are gone.
+	ImportFinalizer = "eurekube.io/import"
 
 	// RegistrarContainerName is the name of the injected sidecar.
 	RegistrarContainerName = "eurekube-registrar"

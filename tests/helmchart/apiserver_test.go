@@ -82,7 +82,7 @@ func TestChart_TheAPIServerTakesEveryObjectAndPodSecurityRestrictedAdmitsItsPods
 			}
 		})
 	}
-	t.Run("the uninstall Job's ServiceAccount may delete every syncer and wait", func(t *testing.T) {
+	t.Run("the uninstall Job's ServiceAccount may delete every syncer and import and wait", func(t *testing.T) {
 		uninstallAsTheJob(ctx, t, cp)
 	})
 	// Without this the tests above would also pass if Pod Security were not
@@ -111,6 +111,10 @@ func uninstallAsTheJob(ctx context.Context, t *testing.T, cp *harness.ControlPla
 	}
 	syncer := builders.Syncer(ns.Name, "orders")
 	if err := cp.Client.Create(ctx, syncer); err != nil {
+		t.Fatal(err)
+	}
+	imp := &eurekubev1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "payments"}, Spec: eurekubev1alpha1.EurekaImportSpec{App: "PAYMENTS"}}
+	if err := cp.Client.Create(ctx, imp); err != nil {
 		t.Fatal(err)
 	}
 
@@ -142,5 +146,12 @@ func uninstallAsTheJob(ctx context.Context, t *testing.T, cp *harness.ControlPla
 	}
 	if len(left.Items) > 0 {
 		t.Errorf("eurekube uninstall left %d syncers:\n%s", len(left.Items), out)
+	}
+	var imports eurekubev1alpha1.EurekaImportList
+	if err := cp.Client.List(ctx, &imports); err != nil {
+		t.Fatal(err)
+	}
+	if len(imports.Items) > 0 {
+		t.Errorf("eurekube uninstall left %d imports:\n%s", len(imports.Items), out)
 	}
 }

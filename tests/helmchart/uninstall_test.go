@@ -65,9 +65,11 @@ func TestUninstall_APreDeleteJobDetachesEverySyncerWhileTheManagerRuns(t *testin
 
 	var role rbacv1.ClusterRole
 	objs.typed(t, "ClusterRole", "eurekube-uninstall", &role)
-	for _, verb := range []string{"get", "list", "watch", "delete"} {
-		if !allows(role.Rules, "eurekube.io", "eurekasyncers", verb, "any") {
-			t.Errorf("ClusterRole eurekube-uninstall does not allow %s on eurekasyncers: %+v", verb, role.Rules)
+	for _, resource := range []string{"eurekasyncers", "eurekaimports"} {
+		for _, verb := range []string{"get", "list", "watch", "delete"} {
+			if !allows(role.Rules, "eurekube.io", resource, verb, "any") {
+				t.Errorf("ClusterRole eurekube-uninstall does not allow %s on %s: %+v", verb, resource, role.Rules)
+			}
 		}
 	}
 	var binding rbacv1.ClusterRoleBinding
