@@ -58,7 +58,7 @@ type departing struct {
 	// undone says what the manager did once one is gone; finalizer is
 	// the manager's on it.
 	undone, finalizer string
-	list              func(context.Context, client.Reader) ([]departed, error)
+	newList           func() client.ObjectList
 }
 
 // departed is one object of a departing kind, as uninstall reports it.
@@ -68,30 +68,32 @@ type departed struct {
 }
 
 var departingKinds = []departing{
-	{kind: "EurekaSyncer", undone: "detached", finalizer: v1alpha1.Finalizer,
-		list: func(ctx context.Context, c client.Reader) ([]departed, error) {
-			var list v1alpha1.EurekaSyncerList
-			if err := c.List(ctx, &list); err != nil {
-				return nil, err
-			}
-			out := make([]departed, len(list.Items))
-			for i := range list.Items {
-				out[i] = departed{&list.Items[i], list.Items[i].Status.Conditions}
-			}
-			return out, nil
-		}},
-	{kind: "EurekaImport", undone: "removed", finalizer: v1alpha1.ImportFinalizer,
-		list: func(ctx context.Context, c client.Reader) ([]departed, error) {
-			var list v1alpha1.EurekaImportList
-			if err := c.List(ctx, &list); err != nil {
-				return nil, err
-			}
-			out := make([]departed, len(list.Items))
-			for i := range list.Items {
-				out[i] = departed{&list.Items[i], list.Items[i].Status.Conditions}
-			}
-			return out, nil
-		}},
+	{kind: "EurekaSyncer", undone: "detached", finalizer: v1alpha1.Finalizer, newList: func() client.ObjectList { return &v1alpha1.EurekaSyncerList{} }},
+	{kind: "EurekaImport", undone: "removed", finalizer: v1alpha1.ImportFinalizer, newList: func() client.ObjectList { return &v1alpha1.EurekaImportList{} }},
+}
+
+// list reads every object of the kind, in every namespace.
+func (k departing) list(ctx context.Context, c client.Reader) ([]departed, error) {
+	list := k.newList()
+	if err := c.List(ctx, list); err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]departed, 0, len(items))
+	for _, item := range items {
+		d := departed{Object: item.(client.Object)}
+		switch o := item.(type) {
+		case *v1alpha1.EurekaSyncer:
+			d.conditions = o.Status.Conditions
+		case *v1alpha1.EurekaImport:
+			d.conditions = o.Status.Conditions
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // uninstall deletes every syncer and import and waits until none is left.
