@@ -55,10 +55,10 @@ func runUninstall(ctx context.Context, e *env, args []string) error {
 // each go once it has undone what it did for it.
 type departing struct {
 	kind string
-	// undone says what the manager did once one is gone; finalizer is
-	// the manager's on it.
-	undone, finalizer string
-	newList           func() client.ObjectList
+	// undo and undone say what the manager does before one is gone;
+	// finalizer is the manager's on it.
+	undo, undone, finalizer string
+	newList                 func() client.ObjectList
 }
 
 // departed is one object of a departing kind, as uninstall reports it.
@@ -68,8 +68,8 @@ type departed struct {
 }
 
 var departingKinds = []departing{
-	{kind: "EurekaSyncer", undone: "detached", finalizer: v1alpha1.Finalizer, newList: func() client.ObjectList { return &v1alpha1.EurekaSyncerList{} }},
-	{kind: "EurekaImport", undone: "removed", finalizer: v1alpha1.ImportFinalizer, newList: func() client.ObjectList { return &v1alpha1.EurekaImportList{} }},
+	{kind: "EurekaSyncer", undo: "detach", undone: "detached", finalizer: v1alpha1.Finalizer, newList: func() client.ObjectList { return &v1alpha1.EurekaSyncerList{} }},
+	{kind: "EurekaImport", undo: "remove", undone: "removed", finalizer: v1alpha1.ImportFinalizer, newList: func() client.ObjectList { return &v1alpha1.EurekaImportList{} }},
 }
 
 // list reads every object of the kind, in every namespace.
@@ -112,6 +112,9 @@ func uninstall(ctx context.Context, c client.Client, out, errOut io.Writer, time
 		kinds = append(kinds, k)
 		left[k.kind] = objs
 	}
+	if len(kinds) == 0 {
+		return nil
+	}
 	if total(left) == 0 {
 		fmt.Fprintf(out, "No %s left.\n", kindNames(kinds, " or "))
 		return nil
@@ -126,8 +129,7 @@ func uninstall(ctx context.Context, c client.Client, out, errOut io.Writer, time
 			fmt.Fprintf(out, "deleted %s %s/%s\n", k.kind, o.GetNamespace(), o.GetName())
 		}
 		if n := len(left[k.kind]); n > 0 {
-			verb := map[string]string{"detached": "detach", "removed": "remove"}[k.undone]
-			waiting = append(waiting, fmt.Sprintf("%s %d %s(s)", verb, n, k.kind))
+			waiting = append(waiting, fmt.Sprintf("%s %d %s(s)", k.undo, n, k.kind))
 		}
 	}
 	fmt.Fprintf(out, "waiting for the manager to %s\n", strings.Join(waiting, " and "))
