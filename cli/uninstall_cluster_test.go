@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -88,8 +89,11 @@ func TestUninstall_WaitsUntilTheManagerLetEverySyncerAndImportGo(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
+	// Every syncer and import of the cluster: the other tests' too.
+	if !regexp.MustCompile(`waiting for the manager to detach \d+ EurekaSyncer\(s\) and remove \d+ EurekaImport\(s\)`).MatchString(out) {
+		t.Errorf("the output does not say what it waits for:\n%s", out)
+	}
 	for _, want := range []string{"deleted EurekaSyncer uninstall-detached/orders", "deleted EurekaImport uninstall-detached/payments",
-		"waiting for the manager to detach 1 EurekaSyncer(s) and remove 1 EurekaImport(s)",
 		"detached EurekaSyncer uninstall-detached/orders (0 left)", "removed EurekaImport uninstall-detached/payments (0 left)",
 		"Every EurekaSyncer and EurekaImport is gone"} {
 		if !strings.Contains(out, want) {

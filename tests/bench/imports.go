@@ -12,8 +12,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
@@ -104,64 +102,6 @@ func vmInstance(app, k int) eureka.Instance {
 	return eureka.Instance{App: strings.ToUpper(name), InstanceID: fmt.Sprintf("%s:%s:%d", ip, name, importInstancePort),
 		HostName: ip, IPAddr: ip, VIPAddress: name, Status: eureka.StatusUp, Port: importInstancePort, PortEnabled: true,
 		Duration: time.Hour, Metadata: map[string]string{}}
-}
-
-// bareImportWrites does, for sc's imports, what any controller of them
-// cannot do without on its first pass, as the bench alone: it reads the
-// whole registry once (the manager's first read is a full one), then, with
-// the watches open that a controller of what it writes keeps (Services,
-// Endpoints, EndpointSlices and imports, all namespaces), makes for each
-// import the writes the manager makes, in its order, beside the manager's
-// own objects: a selector-less Service (its ClusterIP allocated), its
-// Endpoints, one EndpointSlice of the app's instances, and a patch of the
-// import's status. The objects are of the manager's size.
-func bareImportWrites(ctx context.Context, env *scaleEnv, sc Scenario) (bareWrites, error) {
-	bare := bareWrites{what: "per import: create its Service, Endpoints and EndpointSlice, patch its status", count: 4 * sc.ImportedApps}
-	start := time.Now()
-	reg, err := env.eureka.Applications(ctx)
-	if err != nil {
-		return bare, fmt.Errorf("read the registry: %w", err)
-	}
-	bare.read, bare.readInstances = time.Since(start), reg.Len()
-	watching, err := watchAll(ctx, env.cp.Config, env.cp.Scheme, &corev1.ServiceList{}, &corev1.EndpointsList{}, &discoveryv1.EndpointSliceList{}, &v1alpha1.EurekaImportList{}) //lint:ignore SA1019 the manager watches Endpoints too
-	if err != nil {
-		return bare, err
-	}
-	defer watching.stop()
-
-	const prefix = "bare-"
-	port := int32(importInstancePort)
-	err = inParallel(ctx, sc.ImportedApps, func(i int) error {
-		ns, name := importNamespace(i%sc.Namespaces), prefix+importedApp(i)
-		labels := map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "bench"}
-		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{{Name: "http", Port: port, Protocol: corev1.ProtocolTCP}}}}
-		eps := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}, //lint:ignore SA1019 the manager writes Endpoints too
-			Subsets: []corev1.EndpointSubset{{Ports: []corev1.EndpointPort{{Name: "http", Port: port, Protocol: corev1.ProtocolTCP}}}}} //lint:ignore SA1019 as above
-		slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}, AddressType: discoveryv1.AddressTypeIPv4,
-			Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}}}
-		for k := i * sc.InstancesPerApp; k < (i+1)*sc.InstancesPerApp; k++ {
-			inst := vmInstance(i, k)
-			eps.Subsets[0].Addresses = append(eps.Subsets[0].Addresses, corev1.EndpointAddress{IP: inst.IPAddr}) //lint:ignore SA1019 as above
-			slice.Endpoints = append(slice.Endpoints, discoveryv1.Endpoint{Addresses: []string{inst.IPAddr},
-				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true), Serving: ptr.To(true), Terminating: ptr.To(false)}})
-		}
-		for _, obj := range []client.Object{svc, eps, slice} {
-			if err := env.k8s.Create(ctx, obj); err != nil {
-				return fmt.Errorf("create %T %s/%s: %w", obj, ns, name, err)
-			}
-		}
-		// A status that differs from the stored one, so that it is
-		// written.
-		patch := fmt.Sprintf(`{"status":{"lastSyncTime":%q}}`, time.Date(2000, 1, 1, 0, 0, i, 0, time.UTC).Format(time.RFC3339))
-		imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: importedApp(i)}}
-		if err := env.k8s.Status().Patch(ctx, imp, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-			return fmt.Errorf("patch the status of import %s/%s: %w", ns, imp.Name, err)
-		}
-		return nil
-	})
-	bare.watches, bare.events = watching.kinds(), watching.stop()
-	return bare, err
 }
 
 // importRight says how imp's status is not yet right for instances UP
