@@ -96,18 +96,20 @@ func TestCheckCertificate_ChainsToTheCABundleCoversTheServiceAndIsNotExpiring(t 
 		t.Fatal(err)
 	}
 	host := "eurekube-webhook.eurekube-system.svc"
-	now := time.Now()
 	good := servingSecret(t, ca, 90*24*time.Hour, host)
+	// Each check is at a moment after its certificate was issued: one is
+	// valid from the second it was made in (NotBefore, as cert-manager's),
+	// and a moment taken before it may lie in the second before.
 	check := func(secret *corev1.Secret, caBundle []byte, at time.Time) Finding {
 		return evaluateCertificate("eurekube-system/eurekube-webhook-tls", secret, caBundle, host, at, 14, manager.CertificateModeCertManager)
 	}
-	expect(t, check(nil, ca.PEM, now), Fail, "Secret eurekube-system/eurekube-webhook-tls not found")
-	expect(t, check(good, ca.PEM, now), Pass, "chains to the caBundle", "covers "+host, "(89 days)")
-	expect(t, check(servingSecret(t, ca, 5*24*time.Hour, host), ca.PEM, now), Fail, "expires in 4 days", "--cert-days 14")
-	expect(t, check(good, ca.PEM, now.Add(100*24*time.Hour)), Fail, "expired on")
-	expect(t, check(good, other.PEM, now), Fail, "does not verify", "same CA")
-	expect(t, check(servingSecret(t, ca, 90*24*time.Hour, "elsewhere.example"), ca.PEM, now), Fail, "does not verify for "+host)
-	expect(t, check(&corev1.Secret{}, ca.PEM, now), Fail, "tls.crt: no PEM certificate")
+	expect(t, check(nil, ca.PEM, time.Now()), Fail, "Secret eurekube-system/eurekube-webhook-tls not found")
+	expect(t, check(good, ca.PEM, time.Now()), Pass, "chains to the caBundle", "covers "+host, "(89 days)")
+	expect(t, check(servingSecret(t, ca, 5*24*time.Hour, host), ca.PEM, time.Now()), Fail, "expires in 4 days", "--cert-days 14")
+	expect(t, check(good, ca.PEM, time.Now().Add(100*24*time.Hour)), Fail, "expired on")
+	expect(t, check(good, other.PEM, time.Now()), Fail, "does not verify", "same CA")
+	expect(t, check(servingSecret(t, ca, 90*24*time.Hour, "elsewhere.example"), ca.PEM, time.Now()), Fail, "does not verify for "+host)
+	expect(t, check(&corev1.Secret{}, ca.PEM, time.Now()), Fail, "tls.crt: no PEM certificate")
 }
 
 func TestCheckWebhookAnswers(t *testing.T) {
