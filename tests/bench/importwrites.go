@@ -38,7 +38,6 @@ func bareImportWrites(ctx context.Context, env *scaleEnv, sc Scenario) (bareWrit
 	if err != nil {
 		return bare, err
 	}
-	defer watching.stop()
 
 	const prefix = "bare-"
 	port := int32(importInstancePort)

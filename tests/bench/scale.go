@@ -540,6 +540,17 @@ func (r scaleRun) work() string {
 // measured under the pass's contention moves with it, so it is an estimate
 // at this run's costs, not a bound.
 func (r scaleRun) floor() string {
+	floor := r.estimatedFloor()
+	if r.bare.count > 0 {
+		floor += fmt.Sprintf("; measured: %s; with the start to /readyz, at least %s s here",
+			r.bare, formatValue((r.readyz + r.bare.took).Seconds()))
+	}
+	return floor
+}
+
+// estimatedFloor is the floor's estimate from the profile, or why there is
+// none.
+func (r scaleRun) estimatedFloor() string {
 	if r.apiCPU.total == 0 {
 		return "no floor: no profile of the kube-apiserver"
 	}
@@ -556,13 +567,8 @@ func (r scaleRun) floor() string {
 	if r.podsRead > 0 {
 		read = fmt.Sprintf("the bench's own watch-list of the %d pods, as the manager's informer starts (protobuf, sendInitialEvents, timed with the manager stopped), took %s s; ", r.cachedPods, formatValue(r.podsRead.Seconds()))
 	}
-	floor := fmt.Sprintf("a floor estimated from this run: %sthe pass's writes alone cost the API server %s CPU-s at the cost per write of each kind its profile measured in the pass (%s s over %d cores), so at these costs the pass takes at least %s s here",
+	return fmt.Sprintf("a floor estimated from this run: %sthe pass's writes alone cost the API server %s CPU-s at the cost per write of each kind its profile measured in the pass (%s s over %d cores), so at these costs the pass takes at least %s s here",
 		read, formatValue(cpu.Seconds()), formatValue(spread.Seconds()), cores, formatValue((r.podsRead + spread).Seconds()))
-	if r.bare.count > 0 {
-		floor += fmt.Sprintf("; measured: %s; with the start to /readyz, at least %s s here",
-			r.bare, formatValue((r.readyz + r.bare.took).Seconds()))
-	}
-	return floor
 }
 
 // String says what the bench's own pass took.
