@@ -236,6 +236,7 @@ func (r *importReconciler) readFollowed(ctx context.Context, imp *v1alpha1.Eurek
 // finishImport writes the status when it changed, and comes back at the
 // next resync.
 func (r *importReconciler) finishImport(ctx context.Context, imp *v1alpha1.EurekaImport, before *v1alpha1.EurekaImportStatus) (reconcile.Result, error) {
+	notSyncedWhileRefused(&imp.Status.Conditions) // status.go: never Synced while refused
 	if !equality.Semantic.DeepEqual(before, &imp.Status) {
 		old := imp.DeepCopy()
 		old.Status = *before

@@ -26,7 +26,8 @@ import (
 // (leasesafe.go), Permitted (ownership.go; the allowlists add to it),
 // ServiceReachable and Synced in Service mode
 // (service_status.go), Synced's message while the syncer is deleted
-// (detach.go).
+// (detach.go). Synced is never True while Permitted is False
+// (notSyncedWhileRefused).
 
 // Reasons of the conditions and events about Eureka.
 const (
@@ -86,6 +87,7 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 		c.ObservedGeneration = s.Generation
 		meta.SetStatusCondition(&next.Conditions, c)
 	}
+	notSyncedWhileRefused(&next.Conditions)
 	changed := !equality.Semantic.DeepEqual(s.Status, next)
 	stale := next.LastSyncTime == nil || now.Sub(next.LastSyncTime.Time) >= lastSyncRefresh
 	if obs.eurekaErr == nil && (changed || stale) {
@@ -168,6 +170,27 @@ func synced(s *v1alpha1.EurekaSyncer, obs *observed, up int32, injected metav1.C
 		c.Message += fmt.Sprintf("; %d pod(s) matched by the selector belong to another syncer and are not counted (see Exclusive)", n)
 	}
 	return c
+}
+
+// notSyncedWhileRefused keeps Synced from saying True, or a reason of its
+// own, while Permitted is False: a refused syncer or import is not what
+// its owner asked for, whatever Eureka holds (a syncer whose selector
+// matches nothing, or whose pods were injected before the refusal, would
+// otherwise read Synced True). Synced then takes Permitted's reason, so the
+// Reason column names the refusal, and keeps what was measured in its
+// message. The one rule for syncers (nextStatus) and imports
+// (finishImport). A syncer being deleted says Detaching.
+func notSyncedWhileRefused(conds *[]metav1.Condition) {
+	permitted := meta.FindStatusCondition(*conds, v1alpha1.ConditionPermitted)
+	synced := meta.FindStatusCondition(*conds, v1alpha1.ConditionSynced)
+	if permitted == nil || synced == nil || permitted.Status != metav1.ConditionFalse || synced.Reason == reasonDetaching ||
+		(synced.Status == metav1.ConditionFalse && synced.Reason == permitted.Reason) {
+		return
+	}
+	refused := *synced
+	refused.Status, refused.Reason = metav1.ConditionFalse, permitted.Reason
+	refused.Message = truncate(fmt.Sprintf("refused by the platform (%s): see the Permitted condition; as measured: %s", permitted.Reason, synced.Message), 1024)
+	meta.SetStatusCondition(conds, refused)
 }
 
 // exclusive is False when other syncers injected pods this syncer's

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/ownership"
 )
 
 // Pure unit tests of the status computation (nextStatus) and its
@@ -95,6 +97,18 @@ func TestNextStatus(t *testing.T) {
 			eurekaErr: errors.New("list ORDERS: GET http://127.0.0.1:9/eureka/apps/ORDERS: connection refused"), eurekaReason: reasonEurekaUnreachable},
 		want: want{selected: 7, injected: 7, ready: 7, registered: 7, up: 6, readyColumn: "6/7", synced: "False", reachable: "False", injectedCond: "True",
 			syncedReason: reasonEurekaUnreachable, mentions: []string{"http://127.0.0.1:9/eureka", "connection refused"}, lastSync: &earlier},
+	}, {
+		name:   "a syncer whose app another namespace owns is not Synced, even with nothing selected, and Synced names the refusal",
+		syncer: syncerFixture(),
+		obs:    observed{ownership: refusedBy("probe")},
+		want: want{readyColumn: "0/0", synced: "False", reachable: "True", injectedCond: "True",
+			syncedReason: ownership.ReasonOwnedElsewhere, mentions: []string{"see the Permitted condition", "no pod selected and no instance UP", "belongs to namespace probe"}, lastSync: &now},
+	}, {
+		name:   "a refused syncer whose pods were injected before is not Synced, and says what they still register",
+		syncer: syncerFixture(),
+		obs:    observed{ownership: refusedBy("probe"), pods: podCounts{selected: 2, injected: 2, ready: 2}, instances: instancesFixture("UP", "UP")},
+		want: want{selected: 2, injected: 2, ready: 2, registered: 2, up: 2, readyColumn: "2/2", synced: "False", reachable: "True", injectedCond: "True",
+			syncedReason: ownership.ReasonOwnedElsewhere, mentions: []string{"2 pod(s) selected, 2 ready, 2 instance(s) UP", "the 2 pod(s) injected before keep running"}, lastSync: &now},
 	}, {
 		name:   "a deleted syncer is not Synced and says which pods are still being told to stop registering",
 		syncer: syncerFixture(deleting),
@@ -200,6 +214,65 @@ func TestNames_ListsFiveThenCountsTheRest(t *testing.T) {
 	} {
 		if got := names(tc.in); got != tc.want {
 			t.Errorf("names(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// refusedBy is app ownership's verdict on ORDERS when namespace owner
+// claimed it first.
+func refusedBy(owner string) *ownership.Verdict {
+	return &ownership.Verdict{App: "ORDERS", Reason: ownership.ReasonOwnedElsewhere, Owner: owner,
+		Message: "Eureka app ORDERS belongs to namespace " + owner + ", the first of this cluster to register it"}
+}
+
+// Whatever Synced measured, it is never True while Permitted is False; it
+// then names Permitted's reason and keeps what it measured; a second pass
+// changes nothing; and Synced is left alone while Permitted is True or
+// absent, and while the syncer detaches.
+func TestNotSyncedWhileRefused_SyncedIsNeverTrueWhilePermittedIsFalse(t *testing.T) {
+	then := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	statuses := []metav1.ConditionStatus{"", metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown}
+	syncedReasons := []string{reasonInSync, reasonNoPodSelected, reasonNoInstanceUp, reasonEurekaUnreachable, reasonDetaching, ownership.ReasonOwnedElsewhere}
+	for _, permitted := range statuses {
+		for _, synced := range statuses {
+			for _, reason := range syncedReasons {
+				var conds []metav1.Condition
+				if permitted != "" {
+					conds = append(conds, metav1.Condition{Type: v1alpha1.ConditionPermitted, Status: permitted, Reason: ownership.ReasonOwnedElsewhere,
+						Message: "Eureka app ORDERS belongs to namespace probe", LastTransitionTime: then})
+				}
+				if synced != "" {
+					conds = append(conds, metav1.Condition{Type: v1alpha1.ConditionSynced, Status: synced, Reason: reason,
+						Message: "as measured", ObservedGeneration: 4, LastTransitionTime: then})
+				}
+				before := append([]metav1.Condition(nil), conds...)
+				notSyncedWhileRefused(&conds)
+				name := fmt.Sprintf("Permitted %q, Synced %q %s", permitted, synced, reason)
+				got := meta.FindStatusCondition(conds, v1alpha1.ConditionSynced)
+				was := meta.FindStatusCondition(before, v1alpha1.ConditionSynced)
+				switch {
+				case got == nil:
+					if was != nil {
+						t.Errorf("%s: Synced removed", name)
+					}
+				case permitted != metav1.ConditionFalse || reason == reasonDetaching:
+					if *got != *was {
+						t.Errorf("%s: Synced changed to %+v", name, got)
+					}
+				default:
+					if got.Status != metav1.ConditionFalse || got.Reason != ownership.ReasonOwnedElsewhere || got.ObservedGeneration != 4 {
+						t.Errorf("%s: Synced %+v, want False %s of generation 4", name, got, ownership.ReasonOwnedElsewhere)
+					}
+					if *got != *was && (!strings.Contains(got.Message, "see the Permitted condition") || !strings.Contains(got.Message, "as measured")) {
+						t.Errorf("%s: Synced message %q names neither Permitted nor what was measured", name, got.Message)
+					}
+				}
+				again := append([]metav1.Condition(nil), conds...)
+				notSyncedWhileRefused(&again)
+				if fmt.Sprint(again) != fmt.Sprint(conds) {
+					t.Errorf("%s: a second pass changed %+v to %+v", name, conds, again)
+				}
+			}
 		}
 	}
 }

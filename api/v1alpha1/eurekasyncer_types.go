@@ -705,6 +705,7 @@ type PodAdaptations struct {
 // +kubebuilder:printcolumn:name="Elsewhere",type=string,JSONPath=`.status.elsewhere`,description="The app's instances UP / registered outside this cluster (VMs, other clusters)"
 // +kubebuilder:printcolumn:name="Calls-To",type=string,JSONPath=`.status.trafficTo`,description="Where calls to the app go: Here, Elsewhere, Both or Nowhere"
 // +kubebuilder:printcolumn:name="Registered",type=integer,JSONPath=`.status.registeredInstances`,description="This cluster's instances of the syncer in Eureka, whatever their status"
+// +kubebuilder:printcolumn:name="Permitted",type=string,JSONPath=`.status.conditions[?(@.type=="Permitted")].status`,description="The platform allows the syncer's app, registrar image and Eureka hosts; False: refused (REASON of -o wide, and the Permitted condition, say why)"
 // +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].status`,description="Eureka agrees with Kubernetes"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].reason`,priority=1,description="Why Synced is what it is"

@@ -183,6 +183,7 @@ type SkippedApp struct {
 // +kubebuilder:printcolumn:name="Service",type=string,JSONPath=`.status.serviceName`
 // +kubebuilder:printcolumn:name="Endpoints",type=string,JSONPath=`.status.endpoints`,description="Endpoints ready (instances UP) / total"
 // +kubebuilder:printcolumn:name="Last-Sync",type=date,JSONPath=`.status.lastSyncTime`
+// +kubebuilder:printcolumn:name="Permitted",type=string,JSONPath=`.status.conditions[?(@.type=="Permitted")].status`,description="The platform allows the import's app and Eureka servers; False: refused (REASON and the Permitted condition say why)"
 // +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
