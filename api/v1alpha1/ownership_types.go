@@ -111,14 +111,22 @@ type EurekaAppClaimSpec struct {
 }
 
 // EurekaAppClaim records that an app that no EurekaAppPolicy names belongs
-// to the first namespace of this cluster that registered it. The manager
-// creates it (its name is unique, so two namespaces cannot both be first)
-// and deletes it once the namespace registers the app no more; the
-// platform team may delete it to hand the app over.
+// to the first namespace of this cluster that registered it. Ownership is
+// earned by registering: the manager creates it when a namespace's first
+// pod (or Service-mode syncer) registers the app, never for a syncer that
+// only names it or that is refused (its name is unique, so two namespaces
+// cannot both be first). Once the namespace registers the app no more, the
+// claim is held for it (annotation eurekube.io/held-until, the manager's
+// --claim-hold) so that deleting and re-creating a syncer, a Recreate
+// rollout or a restart never lets another namespace take the app; then it
+// is deleted. The platform team hands an app on with an EurekaAppPolicy,
+// which governs over claims, or by deleting the claim once its namespace
+// registers the app no more.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=eac,categories=eurekube
 // +kubebuilder:printcolumn:name="App",type=string,JSONPath=`.spec.app`
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.spec.namespace`
+// +kubebuilder:printcolumn:name="Held-Until",type=string,JSONPath=`.metadata.annotations.eurekube\.io/held-until`,description="Set while the namespace registers the app no more: the claim is held for it until then"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EurekaAppClaim struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -56,6 +56,14 @@ const (
 	// spec.traffic.
 	TrafficDetached = "Detached"
 
+	// ClaimHeldUntilAnnotation is on an EurekaAppClaim whose namespace
+	// registers its app no more: the claim still belongs to that namespace,
+	// which takes it up again by registering, until this time (RFC 3339);
+	// then the manager deletes it and the next namespace to register the
+	// app claims it. The manager writes it (--claim-hold after the last
+	// use) and removes it when the namespace registers the app again.
+	ClaimHeldUntilAnnotation = "eurekube.io/held-until"
+
 	// Finalizer keeps a deleted syncer until its instances are gone.
 	Finalizer = "eurekube.io/finalizer"
 	// ImportFinalizer keeps a deleted import until the Service, Endpoints

@@ -58,11 +58,14 @@ func IndexSyncers(ctx context.Context, fi client.FieldIndexer) error {
 
 // Check says whether namespace ns may register app. An app no policy
 // names and no namespace has claimed belongs to its first registrant: the
-// namespace of the oldest live syncer that registers it, else ns. With
-// claim (and a Writer), Check claims it for that namespace, and the
-// verdict is that of the claim that stands afterwards: of two namespaces
-// that ask at once, only one wins. Without, nothing is written (a dry
-// run).
+// namespace of the oldest live syncer that registers it (FirstRegistrant),
+// else ns. claim says that ns registers the app now (a pod being admitted,
+// a syncer with pods or instances): ownership is earned so, never by
+// naming an app. With claim (and a Writer), Check claims an unclaimed app
+// for its first registrant, and the verdict is that of the claim that
+// stands afterwards: of two namespaces that ask at once, only one wins;
+// and ns takes up its own claim that was held for it (HeldUntil). Without,
+// nothing is written (a dry run).
 func (c Checker) Check(ctx context.Context, app string, ns Namespace, claim bool) (Verdict, error) {
 	// The cache's own objects, not copies, as for the syncers below: Check
 	// only reads them, and the webhook asks once per pod it injects.
@@ -75,6 +78,12 @@ func (c Checker) Check(ctx context.Context, app string, ns Namespace, claim bool
 		return Verdict{}, err
 	}
 	v := Decide(app, ns, policies.Items, existing)
+	if v.Reason == ReasonClaimed && claim && c.Writer != nil && HeldUntil(existing) != "" {
+		if existing, err = c.takeUp(ctx, existing); err != nil {
+			return Verdict{}, err
+		}
+		return Decide(app, ns, policies.Items, existing), nil
+	}
 	if !v.NeedsClaim {
 		return v, nil
 	}
@@ -134,6 +143,23 @@ func (c Checker) create(ctx context.Context, app, namespace string) (*v1alpha1.E
 		return nil, fmt.Errorf("claim Eureka app %s: EurekaAppClaim %s exists and then does not: try again", claim.Spec.App, claim.Name)
 	}
 	return existing, nil
+}
+
+// takeUp ends the hold of a claim whose namespace registers its app
+// again. Removing the annotation is idempotent; a claim deleted meanwhile
+// (its hold ran out) is made again for the namespace, or the one that beat
+// it is read.
+func (c Checker) takeUp(ctx context.Context, held *v1alpha1.EurekaAppClaim) (*v1alpha1.EurekaAppClaim, error) {
+	claim := &v1alpha1.EurekaAppClaim{ObjectMeta: metav1.ObjectMeta{Name: held.Name}}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:null}}}`, v1alpha1.ClaimHeldUntilAnnotation)
+	err := c.Writer.Patch(ctx, claim, client.RawPatch(types.MergePatchType, patch))
+	switch {
+	case apierrors.IsNotFound(err):
+		return c.create(ctx, held.Spec.App, held.Spec.Namespace)
+	case err != nil:
+		return nil, fmt.Errorf("take up the held EurekaAppClaim %s for namespace %s: %w", held.Name, held.Spec.Namespace, err)
+	}
+	return claim, nil
 }
 
 // NewClaim is the claim of app for namespace.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -116,12 +117,25 @@ func Decide(app string, ns Namespace, policies []v1alpha1.EurekaAppPolicy, claim
 	case claim.Spec.Namespace == ns.Name:
 		v.Allowed, v.Reason, v.Owner = true, ReasonClaimed, ns.Name
 		v.Message = fmt.Sprintf("Eureka app %s belongs to namespace %s (EurekaAppClaim %s)", app, ns.Name, claim.Name)
+		if until := HeldUntil(claim); until != "" {
+			v.Message += fmt.Sprintf("; the namespace registers it no more, and the claim is held for it until %s: registering it again keeps it", until)
+		}
 	default:
 		v.Reason, v.Owner = ReasonOwnedElsewhere, claim.Spec.Namespace
 		v.Message = fmt.Sprintf("Eureka app %s belongs to namespace %s, the first of this cluster to register it (EurekaAppClaim %s); to share it, the platform team grants it to both namespaces with an EurekaAppPolicy",
 			app, claim.Spec.Namespace, claim.Name)
+		if until := HeldUntil(claim); until != "" {
+			v.Message += fmt.Sprintf("; namespace %s registers it no more and the claim is held for it until %s, then the next namespace to register the app claims it", claim.Spec.Namespace, until)
+		}
 	}
 	return v
+}
+
+// HeldUntil is when a claim whose namespace registers its app no more
+// stops being held for it (its eurekube.io/held-until annotation), "" for
+// a claim in use.
+func HeldUntil(claim *v1alpha1.EurekaAppClaim) string {
+	return claim.Annotations[v1alpha1.ClaimHeldUntilAnnotation]
 }
 
 // RefuseElsewhere turns an allowed verdict into a refusal when the app has
@@ -222,13 +236,16 @@ func upper(app string) string { return strings.ToUpper(app) }
 // syncers that registers app, or fallback when none does: whom an
 // unclaimed app is claimed for, so that on an upgrade, where several
 // namespaces may register it already, the first keeps it whoever asks
-// first.
+// first. Ownership is earned by registering, never by naming: a syncer
+// counts only while it registers something (pods it injected, or
+// instances in Eureka) and is not refused (its Permitted condition is not
+// False), however old it is.
 func FirstRegistrant(syncers []v1alpha1.EurekaSyncer, app, fallback string) string {
 	app = strings.ToUpper(app)
 	var first *v1alpha1.EurekaSyncer
 	for i := range syncers {
 		s := &syncers[i]
-		if s.DeletionTimestamp != nil || s.EffectiveAppName() != app {
+		if s.DeletionTimestamp != nil || s.EffectiveAppName() != app || !Registers(s) {
 			continue
 		}
 		if first == nil || s.CreationTimestamp.Before(&first.CreationTimestamp) ||
@@ -240,4 +257,13 @@ func FirstRegistrant(syncers []v1alpha1.EurekaSyncer, app, fallback string) stri
 		return fallback
 	}
 	return first.Namespace
+}
+
+// Registers is true when a syncer's last status shows it registering its
+// app: pods it injected or instances in Eureka, and no refusal.
+func Registers(s *v1alpha1.EurekaSyncer) bool {
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionPermitted); c != nil && c.Status == metav1.ConditionFalse {
+		return false
+	}
+	return s.Status.InjectedPods > 0 || s.Status.RegisteredInstances > 0
 }

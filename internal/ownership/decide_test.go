@@ -1,10 +1,12 @@
 package ownership
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -125,6 +127,13 @@ func TestClaimName_IsAValidObjectNameOneToOneWithTheApp(t *testing.T) {
 	}
 }
 
+// registering is a syncer's status as the reconciler writes it for one
+// that registers its app: pods injected, instances in Eureka.
+func registering(s v1alpha1.EurekaSyncer) v1alpha1.EurekaSyncer {
+	s.Status.InjectedPods, s.Status.RegisteredInstances = 1, 1
+	return s
+}
+
 func TestFirstRegistrant_IsTheOldestLiveSyncersNamespace(t *testing.T) {
 	at := func(sec int64) metav1.Time { return metav1.Unix(1_700_000_000+sec, 0) }
 	syncer := func(ns, name, app string, created metav1.Time, deleting bool) v1alpha1.EurekaSyncer {
@@ -133,7 +142,7 @@ func TestFirstRegistrant_IsTheOldestLiveSyncersNamespace(t *testing.T) {
 		if deleting {
 			s.DeletionTimestamp = &created
 		}
-		return s
+		return registering(s)
 	}
 	all := []v1alpha1.EurekaSyncer{
 		syncer("late", "orders", "orders", at(30), false),
@@ -147,5 +156,75 @@ func TestFirstRegistrant_IsTheOldestLiveSyncersNamespace(t *testing.T) {
 	}
 	if got := FirstRegistrant(all, "PAYMENTS", "asker"); got != "asker" {
 		t.Errorf("no syncer registers the app: %q, want the asker", got)
+	}
+}
+
+// The squat: a syncer that only names an app (a selector matching
+// nothing), or that was refused, earns nothing however old it is; the
+// namespace that registers the app is its first registrant, and with
+// none, the namespace asking (whose pod is being admitted).
+func TestFirstRegistrant_ASyncerThatOnlyNamesTheAppOrWasRefusedEarnsNothing(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	refused := metav1.Condition{Type: v1alpha1.ConditionPermitted, Status: metav1.ConditionFalse, Reason: ReasonOwnedElsewhere}
+	permitted := metav1.Condition{Type: v1alpha1.ConditionPermitted, Status: metav1.ConditionTrue, Reason: ReasonClaimed}
+	for range 2000 {
+		var all []v1alpha1.EurekaSyncer
+		var oldestEarning *v1alpha1.EurekaSyncer
+		for i := range 1 + rnd.IntN(6) {
+			s := v1alpha1.EurekaSyncer{ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%d", i), Name: "s",
+				CreationTimestamp: metav1.Unix(int64(rnd.IntN(1000)), 0)}, Spec: v1alpha1.EurekaSyncerSpec{AppName: "PROBE"}}
+			s.Status.InjectedPods, s.Status.RegisteredInstances = int32(rnd.IntN(2)), int32(rnd.IntN(2))
+			switch rnd.IntN(3) {
+			case 0:
+				s.Status.Conditions = []metav1.Condition{refused}
+			case 1:
+				s.Status.Conditions = []metav1.Condition{permitted}
+			}
+			all = append(all, s)
+		}
+		for i := range all {
+			s := &all[i]
+			if !Registers(s) {
+				continue
+			}
+			if oldestEarning == nil || s.CreationTimestamp.Before(&oldestEarning.CreationTimestamp) ||
+				s.CreationTimestamp.Equal(&oldestEarning.CreationTimestamp) && s.Namespace < oldestEarning.Namespace {
+				oldestEarning = s
+			}
+		}
+		want := "asker"
+		if oldestEarning != nil {
+			want = oldestEarning.Namespace
+		}
+		got := FirstRegistrant(all, "probe", "asker")
+		if got != want {
+			t.Fatalf("FirstRegistrant = %q, want %q among %+v", got, want, all)
+		}
+		for i := range all {
+			s := &all[i]
+			if got == s.Namespace && (s.Status.InjectedPods == 0 && s.Status.RegisteredInstances == 0 || meta.IsStatusConditionFalse(s.Status.Conditions, v1alpha1.ConditionPermitted)) {
+				t.Fatalf("%s earned app PROBE without registering it, or refused: %+v", s.Namespace, s.Status)
+			}
+		}
+	}
+}
+
+// A held claim is still its namespace's: the owner may register the app
+// again, every other namespace is refused with the owner and the hold's
+// end named.
+func TestDecide_AHeldClaimStaysWithItsNamespace(t *testing.T) {
+	claim := NewClaim("PROBE", "probe")
+	claim.Annotations = map[string]string{v1alpha1.ClaimHeldUntilAnnotation: "2026-11-29T08:00:00Z"}
+	if v := Decide("probe", Namespace{Name: "probe"}, nil, claim); !v.Allowed || v.Reason != ReasonClaimed || !strings.Contains(v.Message, "held for it until 2026-11-29T08:00:00Z") {
+		t.Errorf("the owner: %+v, want allowed, the hold named", v)
+	}
+	v := Decide("PROBE", Namespace{Name: "evil"}, nil, claim)
+	if v.Allowed || v.Reason != ReasonOwnedElsewhere || v.Owner != "probe" {
+		t.Fatalf("another namespace: %+v, want refused, owner probe", v)
+	}
+	for _, want := range []string{"namespace probe", "held for it until 2026-11-29T08:00:00Z", "EurekaAppPolicy"} {
+		if !strings.Contains(v.Message, want) {
+			t.Errorf("refusal %q does not name %q", v.Message, want)
+		}
 	}
 }
