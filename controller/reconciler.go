@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -52,10 +53,22 @@ type Options struct {
 	// (the webhook claims before the pod it admits exists); zero is
 	// DefaultClaimGrace.
 	ClaimGrace time.Duration
+	// ClaimHold: how long a claim is held for a namespace that registers
+	// its app no more before another namespace may claim it (ownership.go);
+	// zero is DefaultClaimHold.
+	ClaimHold time.Duration
 	// PatternAppGrace: how long an app that left Eureka, or no longer
 	// matches, keeps the import a pattern import made for it, and so its
 	// Service and ClusterIP; zero is DefaultPatternAppGrace.
 	PatternAppGrace time.Duration
+	// PodCIDRs and ServiceCIDRs are this cluster's pod and Service
+	// ranges (--pod-cidr, --service-cidr): an import writes no address
+	// inside them but its own namespace's pods'. Each replaces what would
+	// be detected for its kind (import_ranges.go).
+	PodCIDRs, ServiceCIDRs []netip.Prefix
+	// PatternCap caps the apps one pattern import imports; zero is
+	// DefaultMaxPatternApps.
+	PatternCap int
 	// EurekaTimeout bounds one Eureka request (default: the eureka
 	// package's).
 	EurekaTimeout time.Duration
@@ -65,6 +78,9 @@ type Options struct {
 	// Logger receives the reconciler's and its Eureka clients' logs
 	// (default: logrus' standard logger).
 	Logger logrus.FieldLogger
+	// Registries, when set, is bound to the reconciler's registry reads
+	// for the webhook (elsewhere.go).
+	Registries *Registries
 	// AppIndexed: the manager's cache has ownership's index of syncers by
 	// app already (manager.Run registers it once, for the webhook too);
 	// else Setup registers it.
@@ -134,8 +150,14 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 	if o.ClaimGrace <= 0 {
 		o.ClaimGrace = DefaultClaimGrace
 	}
+	if o.ClaimHold <= 0 {
+		o.ClaimHold = DefaultClaimHold
+	}
 	if o.PatternAppGrace <= 0 {
 		o.PatternAppGrace = DefaultPatternAppGrace
+	}
+	if o.PatternCap <= 0 {
+		o.PatternCap = DefaultMaxPatternApps
 	}
 	return &Reconciler{
 		client:    mgr.GetClient(),
@@ -163,6 +185,9 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 // that injected it.
 func Setup(mgr manager.Manager, o Options) error {
 	r := NewReconciler(mgr, o)
+	if o.Registries != nil {
+		o.Registries.bind(r)
+	}
 	if err := indexPods(context.Background(), mgr); err != nil {
 		return err
 	}

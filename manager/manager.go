@@ -109,10 +109,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := ownership.IndexSyncers(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if err := setupWebhook(ctx, mgr, cfg, clusterID, log); err != nil {
+	// The webhook reads the reconciler's registry reads (elsewhere: Refuse).
+	registries := &controller.Registries{}
+	if err := setupWebhook(ctx, mgr, cfg, clusterID, registries, log); err != nil {
 		return err
 	}
-	if err := setupControllers(mgr, cfg, clusterID, log); err != nil {
+	if err := setupControllers(mgr, cfg, clusterID, registries, log); err != nil {
 		return err
 	}
 	if err := setupProbes(mgr); err != nil {
@@ -202,7 +204,7 @@ func setupCertificates(mgr manager.Manager, c *webhookCertificates) error {
 // setupWebhook registers the pod injection handler. The informers it reads
 // are created here, before the manager starts, so that the readiness check
 // waits for them instead of the first admission request.
-func setupWebhook(ctx context.Context, mgr manager.Manager, cfg Config, clusterID string, log *logrus.Entry) error {
+func setupWebhook(ctx context.Context, mgr manager.Manager, cfg Config, clusterID string, registries *controller.Registries, log *logrus.Entry) error {
 	for _, obj := range []client.Object{&eurekubev1alpha1.EurekaSyncer{}, &corev1.Namespace{}} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 			return fmt.Errorf("webhook: informer for %T: %w", obj, err)
@@ -218,8 +220,13 @@ func setupWebhook(ctx context.Context, mgr manager.Manager, cfg Config, clusterI
 		Defaults:           webhookDefaults(cfg, clusterID),
 		ExcludedNamespaces: excluded,
 		// Run registers the index on this cache.
-		Ownership: &ownership.Checker{Reader: mgr.GetCache(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(), Indexed: true},
-		Logger:    log.WithField("part", "webhook"),
+		Ownership:  &ownership.Checker{Reader: mgr.GetCache(), Live: mgr.GetAPIReader(), Writer: mgr.GetClient(), Indexed: true},
+		Registries: registries,
+		// The Secrets a syncer names: their metadata, one GET each, with
+		// the get a namespace grants (no list or watch of Secrets).
+		Secrets: mgr.GetAPIReader(),
+		Grant:   cfg.Grant(),
+		Logger:  log.WithField("part", "webhook"),
 	})
 	mgr.GetWebhookServer().Register(webhook.Path, &admission.Webhook{Handler: h})
 	return nil
@@ -227,14 +234,19 @@ func setupWebhook(ctx context.Context, mgr manager.Manager, cfg Config, clusterI
 
 // setupControllers registers the reconcilers; they run on the elected
 // leader only.
-func setupControllers(mgr manager.Manager, cfg Config, clusterID string, log *logrus.Entry) error {
+func setupControllers(mgr manager.Manager, cfg Config, clusterID string, registries *controller.Registries, log *logrus.Entry) error {
 	err := controller.Setup(mgr, controller.Options{
 		ClusterID:     clusterID,
 		ResyncPeriod:  cfg.ResyncPeriod,
 		EurekaTimeout: cfg.EurekaTimeout,
+		PodCIDRs:      cfg.podCIDRs(),
+		ServiceCIDRs:  cfg.serviceCIDRs(),
+		PatternCap:    cfg.MaxPatternApps,
+		ClaimHold:     cfg.ClaimHold,
 		Defaults:      webhookDefaults(cfg, clusterID),
 		Grant:         cfg.Grant(),
 		AppIndexed:    true, // by Run
+		Registries:    registries,
 		Logger:        log.WithField("controller", "eurekasyncer"),
 	})
 	if err != nil {

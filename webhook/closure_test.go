@@ -285,6 +285,9 @@ func FuzzInject_IsIdempotent(f *testing.F) {
 		if second.Denied != "" {
 			t.Fatalf("Eurekube denies its own output (%s): %s", first.Reason, second.Denied)
 		}
+		if _, err := newRegistrarImages(defaults).registrars(first.Pod); err != nil {
+			t.Fatalf("the registrars Eurekube writes are unreadable to it (%s): %v", first.Reason, err)
+		}
 		if len(second.Patch) > 0 || !equality.Semantic.DeepEqual(second.Pod, first.Pod) {
 			t.Fatalf("Inject(Inject(p)) changed the pod (%s, then %s): %s", first.Reason, second.Reason, opsOf(second.Patch))
 		}

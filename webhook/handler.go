@@ -86,6 +86,17 @@ type Options struct {
 	// creation is then a write, except in a dry run). Nil: no check, as for
 	// `eurekube inject`, which writes nothing.
 	Ownership *ownership.Checker
+	// Registries answers, from the manager's registry reads, whether an
+	// app whose policy says elsewhere: Refuse has instances elsewhere
+	// (ownership.go). Nil: such apps are refused, as nothing can tell.
+	Registries Registries
+	// Secrets reads the metadata of the Secrets a syncer names, to check
+	// their consent (consent.go); normally the manager's API reader, as
+	// the manager may only get Secrets. Nil: LiveReader, else Reader.
+	Secrets client.Reader
+	// Grant is how a namespace lets the manager read its Secrets, printed
+	// when it may not.
+	Grant v1alpha1.ReadGrant
 	// Logger receives one line per decision.
 	Logger logrus.FieldLogger
 }
@@ -93,12 +104,16 @@ type Options struct {
 // Handler is the pod mutating admission handler. It implements
 // sigs.k8s.io/controller-runtime/pkg/webhook/admission.Handler.
 type Handler struct {
-	reader    client.Reader
-	live      client.Reader
-	defaults  Defaults
-	excluded  map[string]bool
-	ownership *ownership.Checker
-	log       logrus.FieldLogger
+	reader     client.Reader
+	live       client.Reader
+	secrets    client.Reader
+	defaults   Defaults
+	images     registrarImages
+	excluded   map[string]bool
+	ownership  *ownership.Checker
+	registries Registries
+	grant      v1alpha1.ReadGrant
+	log        logrus.FieldLogger
 }
 
 var _ admission.Handler = (*Handler)(nil)
@@ -115,7 +130,12 @@ func NewHandler(o Options) *Handler {
 		l.SetOutput(io.Discard)
 		log = l
 	}
-	return &Handler{reader: o.Reader, live: o.LiveReader, defaults: o.Defaults, excluded: excluded, ownership: o.Ownership, log: log}
+	secrets := o.Secrets
+	if secrets == nil {
+		secrets = cmp.Or[client.Reader](o.LiveReader, o.Reader)
+	}
+	return &Handler{reader: o.Reader, live: o.LiveReader, secrets: secrets, defaults: o.Defaults, images: newRegistrarImages(o.Defaults),
+		excluded: excluded, ownership: o.Ownership, registries: o.Registries, grant: o.Grant, log: log}
 }
 
 // Handle answers one admission request: it decodes the pod, reads the
@@ -163,7 +183,11 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 		h.requestLog(req, pod).WithError(err).Error("look up the namespace and its syncers")
 		return admission.Errored(http.StatusInternalServerError, err), ReasonLookupFailed
 	}
-	if err := h.checkOwnership(ctx, req, namespace, ns, &r); err != nil {
+	if err := h.checkConsent(ctx, namespace, &r); err != nil {
+		h.requestLog(req, pod).WithError(err).Error("check the consent of the syncer's Secrets")
+		return admission.Errored(http.StatusInternalServerError, err), ReasonLookupFailed
+	}
+	if err := h.checkRegistrars(ctx, req, namespace, ns, &r); err != nil {
 		h.requestLog(req, pod).WithError(err).Error("check the app's ownership")
 		return admission.Errored(http.StatusInternalServerError, err), ReasonLookupFailed
 	}

@@ -51,6 +51,21 @@ const (
 	// namespace claimed it first); the pod is denied naming the policy or
 	// the owner.
 	ReasonAppNotPermitted Reason = "app-not-permitted"
+	// ReasonRegistrarUnreadable: a container runs the registrar (by image
+	// or name) with settings the webhook cannot read as the kubelet will
+	// run them (valueFrom, envFrom, $(VAR) of such a variable, command or
+	// args), or with an identity that is not the pod's own; the pod is
+	// denied naming the container and the variable (registrars.go).
+	ReasonRegistrarUnreadable Reason = "registrar-unreadable"
+	// ReasonSecretNotConsented: the syncer names a Secret that lacks the
+	// consent label (or is missing, or unreadable to the manager); the pod
+	// is denied and nothing is mounted (consent.go).
+	ReasonSecretNotConsented Reason = "secret-not-consented"
+	// ReasonRegistryNotRead: the app's granting policy says elsewhere:
+	// Refuse and the manager has no read of the registrar's Eureka servers
+	// to tell whether the app has instances elsewhere; the pod is denied
+	// until it has (a retry passes).
+	ReasonRegistryNotRead Reason = "registry-not-read"
 )
 
 // Reasons the handler gives requests that never reach Inject.
