@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -284,27 +287,103 @@ func parseCertificates(data []byte) ([]*x509.Certificate, error) {
 type webhookTrial struct {
 	// namespace and syncer of the trial; empty when none could be tried.
 	namespace, syncer string
+	// refused is the reason of the syncer's Permitted condition when it
+	// was False: no permitted syncer had a pod to try.
+	refused string
+	// webhooks are the names of the webhooks of Eurekube's
+	// MutatingWebhookConfiguration (none when it was not read).
+	webhooks []string
 	// injected is true when the returned pod runs the registrar.
 	injected bool
 	err      error
 }
 
+// How a dry-run pod's refusal came about: the answer tells the webhook
+// that works and denies a pod by policy apart from the webhook that
+// cannot be reached.
+type trialRefusal int
+
+const (
+	// deniedByWebhook: Eurekube's webhook answered and denied the pod.
+	deniedByWebhook trialRefusal = iota
+	// webhookErrored: Eurekube's webhook answered with an error of its own
+	// (a 5xx: it could not read what it decides from).
+	webhookErrored
+	// webhookUnreachable: the API server could not call the webhook (no
+	// endpoints, TLS, network, timeout).
+	webhookUnreachable
+	// refusedOtherwise: something else refused the pod (RBAC, another
+	// webhook, an admission policy, Pod Security).
+	refusedOtherwise
+)
+
+// The API server's words for a webhook's denial and for a call that
+// failed (k8s.io/apiserver's webhook errors); a denial's code is the
+// webhook's own.
+var (
+	deniedByRE    = regexp.MustCompile(`admission webhook "([^"]+)" denied the request`)
+	callFailedRE  = regexp.MustCompile(`failed calling webhook "([^"]+)"`)
+	eurekubeHooks = []string{"inject.eurekube.io"}
+)
+
+// classifyTrialError says how the API server's refusal of the dry-run pod
+// came about, and which webhook it names. webhooks are Eurekube's (the
+// manifests' name when none were read).
+func classifyTrialError(err error, webhooks []string) (trialRefusal, string) {
+	if len(webhooks) == 0 {
+		webhooks = eurekubeHooks
+	}
+	msg := err.Error()
+	if m := callFailedRE.FindStringSubmatch(msg); m != nil && slices.Contains(webhooks, m[1]) {
+		return webhookUnreachable, m[1]
+	}
+	if m := deniedByRE.FindStringSubmatch(msg); m != nil && slices.Contains(webhooks, m[1]) {
+		var status apierrors.APIStatus
+		if errors.As(err, &status) && status.Status().Code >= 500 {
+			return webhookErrored, m[1]
+		}
+		return deniedByWebhook, m[1]
+	}
+	if apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || errors.Is(err, context.DeadlineExceeded) {
+		return webhookUnreachable, ""
+	}
+	return refusedOtherwise, ""
+}
+
 // evaluateWebhookAnswers: the API server called the webhook for a dry-run
-// pod and the pod came back injected.
+// pod and the pod came back injected, or the webhook denied it by policy
+// (it answered: a PASS that says so).
 func evaluateWebhookAnswers(t webhookTrial) Finding {
 	f := Finding{Check: checkWebhookAnswers}
 	where := fmt.Sprintf("a dry-run pod in namespace %s selected by EurekaSyncer %s", t.namespace, t.syncer)
-	switch {
-	case t.namespace == "":
-		f.Verdict, f.Detail = Warn, "nothing to try: no namespace labelled "+v1alpha1.NamespaceInjectionLabel+"=enabled has a Pod-mode EurekaSyncer"
-	case t.err != nil:
-		f.Verdict, f.Detail = Fail, fmt.Sprintf("%s was refused: %v", where, t.err)
-		f.Fix = "the API server could not call the webhook or the webhook denied the pod: check the manager's pods and logs, the webhook-config and webhook-cert checks, and network policies between the API server and the manager"
-	case !t.injected:
-		f.Verdict, f.Detail = Fail, where+" came back without the "+v1alpha1.RegistrarContainerName+" container"
-		f.Fix = "the webhook did not inject it: check the webhook configuration's namespaceSelector and objectSelector, and the manager's logs (each decision is logged with its reason)"
+	if t.err == nil {
+		switch {
+		case t.namespace == "":
+			f.Verdict, f.Detail = Warn, "nothing to try: no namespace labelled "+v1alpha1.NamespaceInjectionLabel+"=enabled has a Pod-mode EurekaSyncer"
+		case !t.injected:
+			f.Verdict, f.Detail = Fail, where+" came back without the "+v1alpha1.RegistrarContainerName+" container"
+			f.Fix = "the webhook did not inject it: check the webhook configuration's namespaceSelector and objectSelector, and the manager's logs (each decision is logged with its reason)"
+		default:
+			f.Verdict, f.Detail = Pass, where+" came back with the "+v1alpha1.RegistrarContainerName+" container"
+		}
+		return f
+	}
+	kind, hook := classifyTrialError(t.err, t.webhooks)
+	switch kind {
+	case deniedByWebhook:
+		f.Verdict, f.Detail = Pass, fmt.Sprintf("%s was denied by policy (the webhook works: %s answered): %v", where, hook, t.err)
+		if t.refused != "" {
+			f.Detail += fmt.Sprintf(". EurekaSyncer %s is refused (Permitted False, %s: kubectl -n %s describe esync %s says why), and no permitted syncer selects a pod to try",
+				t.syncer, t.refused, t.namespace, t.syncer)
+		}
+	case webhookErrored:
+		f.Verdict, f.Detail = Fail, fmt.Sprintf("%s: the webhook %s answered with an error of its own: %v", where, hook, t.err)
+		f.Fix = "the API server reaches the webhook, which could not decide: read the manager's logs (each decision is logged with its reason) and check that its ServiceAccount may read pods' namespaces, EurekaSyncers and EurekaAppPolicies"
+	case webhookUnreachable:
+		f.Verdict, f.Detail = Fail, fmt.Sprintf("%s was refused: the API server cannot reach the webhook: %v", where, t.err)
+		f.Fix = "the API server could not call the webhook: check the manager's pods and logs, the webhook-config and webhook-cert checks, and network policies between the API server and the manager"
 	default:
-		f.Verdict, f.Detail = Pass, where+" came back with the "+v1alpha1.RegistrarContainerName+" container"
+		f.Verdict, f.Detail = Warn, fmt.Sprintf("%s was refused, not by Eurekube's webhook, so whether it answers is not known: %v (read the refusal: RBAC to create pods there, another admission webhook or policy, Pod Security)", where, t.err)
 	}
 	return f
 }
@@ -320,8 +399,15 @@ func evaluateEureka(syncers []v1alpha1.EurekaSyncer) []Finding {
 		s := &syncers[i]
 		f := Finding{Check: checkEureka}
 		c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionEurekaReachable)
+		refused := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionPermitted)
 		name := s.Namespace + "/" + s.Name
 		switch {
+		case refused != nil && refused.Status == metav1.ConditionFalse && (c == nil || c.Status != metav1.ConditionTrue):
+			// Not a fault of Eureka or of the installation: the platform
+			// refuses what the syncer asks for, and the manager contacts
+			// no Eureka for it.
+			f.Verdict, f.Detail = Warn, fmt.Sprintf("%s: refused by the platform (Permitted False, %s: %s); its Eureka servers are not contacted; kubectl -n %s describe esync %s says why and the fix",
+				name, refused.Reason, refused.Message, s.Namespace, s.Name)
 		case c == nil:
 			f.Verdict, f.Detail = Warn, name+": not reconciled yet (no "+v1alpha1.ConditionEurekaReachable+" condition): is the manager running?"
 		case c.Status == metav1.ConditionFalse:

@@ -156,7 +156,7 @@ func gatherFindings(ctx context.Context, c client.Client, f checkFlags, now time
 	if m != nil {
 		excluded = append(excluded, m.cfg.ExcludedNamespaces...)
 	}
-	out = append(out, evaluateWebhookAnswers(tryWebhook(ctx, c, syncers.Items, excluded)))
+	out = append(out, evaluateWebhookAnswers(tryWebhook(ctx, c, syncers.Items, excluded, webhookNames(mwc))))
 	out = append(out, evaluateEureka(syncers.Items)...)
 	out = append(out, imports...)
 
@@ -259,12 +259,15 @@ func readWebhookTarget(ctx context.Context, c client.Reader, mwc *admissionregis
 // tryWebhook dry-run creates a pod that a Pod-mode syncer of an opted-in
 // namespace selects, and says whether it came back injected. Nothing is
 // written: the API server runs admission, webhooks included, and stores
-// nothing.
-func tryWebhook(ctx context.Context, c client.Client, syncers []v1alpha1.EurekaSyncer, excluded []string) webhookTrial {
+// nothing. A permitted syncer is preferred (then one not yet judged): a
+// refused one's pod is denied by policy, which shows only that the
+// webhook answers. webhooks are the names of Eurekube's webhooks.
+func tryWebhook(ctx context.Context, c client.Client, syncers []v1alpha1.EurekaSyncer, excluded, webhooks []string) webhookTrial {
 	var namespaces corev1.NamespaceList
 	if err := c.List(ctx, &namespaces, client.MatchingLabels{v1alpha1.NamespaceInjectionLabel: "enabled"}); err != nil {
-		return webhookTrial{namespace: "(any)", syncer: "(any)", err: fmt.Errorf("list the opted-in namespaces: %w", err)}
+		return webhookTrial{namespace: "(any)", syncer: "(any)", webhooks: webhooks, err: fmt.Errorf("list the opted-in namespaces: %w", err)}
 	}
+	var candidates []*v1alpha1.EurekaSyncer
 	for _, ns := range namespaces.Items {
 		if slices.Contains(excluded, ns.Name) || ns.DeletionTimestamp != nil {
 			continue
@@ -274,18 +277,54 @@ func tryWebhook(ctx context.Context, c client.Client, syncers []v1alpha1.EurekaS
 			if s.Namespace != ns.Name || s.EffectiveMode() != v1alpha1.ModePod || s.DeletionTimestamp != nil {
 				continue
 			}
-			pod := trialPod(s)
-			if ok, err := s.Selects(pod.Labels); err != nil || !ok {
+			if ok, err := s.Selects(trialPod(s).Labels); err != nil || !ok {
 				continue // a selector no simple labels satisfy
 			}
-			t := webhookTrial{namespace: ns.Name, syncer: s.Name}
-			if t.err = c.Create(ctx, pod, client.DryRunAll); t.err == nil {
-				t.injected = v1alpha1.RunsRegistrar(pod)
-			}
-			return t
+			candidates = append(candidates, s)
 		}
 	}
-	return webhookTrial{}
+	if len(candidates) == 0 {
+		return webhookTrial{}
+	}
+	slices.SortStableFunc(candidates, func(a, b *v1alpha1.EurekaSyncer) int { return permittedRank(a) - permittedRank(b) })
+	s := candidates[0]
+	t := webhookTrial{namespace: s.Namespace, syncer: s.Name, webhooks: webhooks}
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionPermitted); c != nil && c.Status == metav1.ConditionFalse {
+		t.refused = c.Reason
+	}
+	pod := trialPod(s)
+	if t.err = c.Create(ctx, pod, client.DryRunAll); t.err == nil {
+		t.injected = v1alpha1.RunsRegistrar(pod)
+	}
+	return t
+}
+
+// permittedRank orders the syncers a trial prefers: permitted for its
+// current spec first, then those the manager has not judged (no
+// condition, or one of an older spec), refused last.
+func permittedRank(s *v1alpha1.EurekaSyncer) int {
+	c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionPermitted)
+	switch {
+	case c == nil || c.ObservedGeneration != s.Generation:
+		return 1
+	case c.Status == metav1.ConditionTrue:
+		return 0
+	case c.Status == metav1.ConditionFalse:
+		return 2
+	}
+	return 1
+}
+
+// webhookNames are the names of mwc's webhooks; none when it is nil.
+func webhookNames(mwc *admissionregistrationv1.MutatingWebhookConfiguration) []string {
+	if mwc == nil {
+		return nil
+	}
+	names := make([]string, 0, len(mwc.Webhooks))
+	for _, w := range mwc.Webhooks {
+		names = append(names, w.Name)
+	}
+	return names
 }
 
 // trialPod is a minimal pod the syncer selects, declaring its port, that

@@ -10,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
@@ -115,9 +117,94 @@ func TestCheckCertificate_ChainsToTheCABundleCoversTheServiceAndIsNotExpiring(t 
 func TestCheckWebhookAnswers(t *testing.T) {
 	expect(t, evaluateWebhookAnswers(webhookTrial{}), Warn, "nothing to try")
 	expect(t, evaluateWebhookAnswers(webhookTrial{namespace: "shop", syncer: "orders", err: errors.New(`Internal error occurred: failed calling webhook "inject.eurekube.io": connection refused`)}),
-		Fail, "namespace shop selected by EurekaSyncer orders was refused", "connection refused")
+		Fail, "namespace shop selected by EurekaSyncer orders was refused", "cannot reach the webhook", "connection refused")
 	expect(t, evaluateWebhookAnswers(webhookTrial{namespace: "shop", syncer: "orders"}), Fail, "without the eurekube-registrar container")
 	expect(t, evaluateWebhookAnswers(webhookTrial{namespace: "shop", syncer: "orders", injected: true}), Pass, "came back with the eurekube-registrar container")
+}
+
+// The API server's refusals of a dry-run pod, as it words them
+// (k8s.io/apiserver's webhook errors): only a failed call is the network.
+var (
+	deniedByPolicy = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 400, Reason: metav1.StatusReasonBadRequest,
+		Message: `admission webhook "inject.eurekube.io" denied the request: Eureka app PROBE belongs to namespace probe, the first of this cluster to register it; the pod is not admitted`}}
+	callFailed        = apierrors.NewInternalError(errors.New(`failed calling webhook "inject.eurekube.io": failed to call webhook: Post "https://eurekube-webhook.eurekube-system.svc:443/mutate-v1-pod?timeout=10s": dial tcp 10.96.0.12:443: connect: connection refused`))
+	answeredWithError = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 500, Reason: metav1.StatusReasonInternalError,
+		Message: `admission webhook "inject.eurekube.io" denied the request: list EurekaSyncers: forbidden`}}
+	otherWebhook = &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 400,
+		Message: `admission webhook "validate.kyverno.svc" denied the request: images must come from registry.example.com`}}
+	forbidden = apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "", errors.New(`violates PodSecurity "restricted:latest"`))
+)
+
+func TestClassifyTrialError_TellsADenialByPolicyApartFromAWebhookNotReached(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		err      error
+		webhooks []string
+		want     trialRefusal
+	}{
+		{"a denial by Eurekube's webhook", deniedByPolicy, []string{"inject.eurekube.io"}, deniedByWebhook},
+		{"a denial by Eurekube's webhook, its configuration not read", deniedByPolicy, nil, deniedByWebhook},
+		{"a denial by a webhook of another name", deniedByPolicy, []string{"inject.example.com"}, refusedOtherwise},
+		{"a call that failed", callFailed, []string{"inject.eurekube.io"}, webhookUnreachable},
+		{"an answer with the webhook's own error", answeredWithError, []string{"inject.eurekube.io"}, webhookErrored},
+		{"another webhook's denial", otherWebhook, []string{"inject.eurekube.io"}, refusedOtherwise},
+		{"Pod Security", forbidden, []string{"inject.eurekube.io"}, refusedOtherwise},
+		{"the API server timing out", apierrors.NewTimeoutError("request did not complete within 10s", 0), []string{"inject.eurekube.io"}, webhookUnreachable},
+	} {
+		if got, _ := classifyTrialError(tc.err, tc.webhooks); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestCheckWebhookAnswers_ADenialByPolicyIsAPassThatSaysTheWebhookWorks(t *testing.T) {
+	webhooks := []string{"inject.eurekube.io"}
+	f := evaluateWebhookAnswers(webhookTrial{namespace: "evil", syncer: "probe", refused: "AppOwnedByAnotherNamespace", webhooks: webhooks, err: deniedByPolicy})
+	expect(t, f, Pass, "denied by policy (the webhook works: inject.eurekube.io answered)", "belongs to namespace probe",
+		"EurekaSyncer probe is refused (Permitted False, AppOwnedByAnotherNamespace", "kubectl -n evil describe esync probe")
+	if strings.Contains(f.Detail+f.Fix, "network") {
+		t.Errorf("a denial by policy blames the network: %+v", f)
+	}
+	f = evaluateWebhookAnswers(webhookTrial{namespace: "shop", syncer: "orders", webhooks: webhooks, err: callFailed})
+	expect(t, f, Fail, "the API server cannot reach the webhook", "connection refused")
+	if !strings.Contains(f.Fix, "network policies between the API server and the manager") {
+		t.Errorf("a webhook not reached: fix %q", f.Fix)
+	}
+	f = evaluateWebhookAnswers(webhookTrial{namespace: "shop", syncer: "orders", webhooks: webhooks, err: answeredWithError})
+	expect(t, f, Fail, "answered with an error of its own", "list EurekaSyncers: forbidden")
+	if strings.Contains(f.Fix, "network") || !strings.Contains(f.Fix, "manager's logs") {
+		t.Errorf("an answer with an error: fix %q", f.Fix)
+	}
+	expect(t, evaluateWebhookAnswers(webhookTrial{namespace: "shop", syncer: "orders", webhooks: webhooks, err: forbidden}),
+		Warn, "not by Eurekube's webhook", "PodSecurity")
+}
+
+// A refused syncer's Eureka, which the manager does not contact, is not a
+// fault of Eureka: a WARN naming the refusal, not a FAIL blaming Eureka.
+func TestCheckEureka_ARefusedSyncerIsNotBlamedOnEureka(t *testing.T) {
+	s := syncerWith("probe",
+		metav1.Condition{Type: v1alpha1.ConditionPermitted, Status: metav1.ConditionFalse, Reason: "EurekaHostNotAllowed", Message: "spec.eureka.serviceURLs[0]: host evil.example is not allowed"},
+		metav1.Condition{Type: v1alpha1.ConditionEurekaReachable, Status: metav1.ConditionFalse, Reason: "EurekaHostNotAllowed", Message: "not contacted"})
+	fs := evaluateEureka([]v1alpha1.EurekaSyncer{s})
+	if len(fs) != 1 {
+		t.Fatalf("findings %+v", fs)
+	}
+	expect(t, fs[0], Warn, "shop/probe: refused by the platform (Permitted False, EurekaHostNotAllowed", "host evil.example is not allowed", "kubectl -n shop describe esync probe")
+}
+
+// A trial prefers a syncer permitted for its spec, then one not judged,
+// and tries a refused one only when nothing else selects a pod.
+func TestPermittedRank_PrefersAPermittedSyncer(t *testing.T) {
+	judged := func(status metav1.ConditionStatus, generation int64) *v1alpha1.EurekaSyncer {
+		s := builders.Syncer("shop", "orders")
+		s.Generation = 2
+		s.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionPermitted, Status: status, ObservedGeneration: generation}}
+		return s
+	}
+	permitted, refused, stale, unjudged := judged(metav1.ConditionTrue, 2), judged(metav1.ConditionFalse, 2), judged(metav1.ConditionTrue, 1), builders.Syncer("shop", "new")
+	if !(permittedRank(permitted) < permittedRank(unjudged) && permittedRank(unjudged) == permittedRank(stale) && permittedRank(stale) < permittedRank(refused)) {
+		t.Errorf("ranks permitted %d, unjudged %d, stale %d, refused %d", permittedRank(permitted), permittedRank(unjudged), permittedRank(stale), permittedRank(refused))
+	}
 }
 
 // syncerWith is the syncer name of namespace shop with the conditions the

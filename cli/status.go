@@ -25,8 +25,12 @@ Every EurekaSyncer with its migration view, across all namespaces unless
 -n names one: where the app runs (READY: this cluster's instances UP in
 Eureka / pods selected; ELSEWHERE: the app's instances UP / registered
 outside this cluster, VMs and other clusters), how many selected pods run
-the registrar (INJECTED), this cluster's instances in Eureka (REGISTERED)
-and whether Eureka agrees with Kubernetes (SYNCED). Every figure is the
+the registrar (INJECTED), this cluster's instances in Eureka (REGISTERED),
+whether the platform allows what the syncer asks for (PERMITTED: False
+names the refusal's reason, such as AppOwnedByAnotherNamespace; the
+syncer's Permitted condition says who owns the app and the fix) and
+whether Eureka agrees with Kubernetes (SYNCED, never True while refused).
+Every figure is the
 syncer's status as the manager measured it at its last resync; nothing is
 recomputed here. -o wide adds where calls go (CALLS-TO), the pods skipped,
 owned by another syncer, without a drain or on an outdated registrar, the
@@ -34,7 +38,8 @@ last sync and the reason of Synced.
 
 Then every EurekaImport, a Eureka app kept as a Service of its
 namespace: the app (APP), the Service (SERVICE), its endpoints ready
-(instances UP) / total (ENDPOINTS), whether they match the last registry
+(instances UP) / total (ENDPOINTS), whether the platform allows the
+import (PERMITTED, as for syncers), whether they match the last registry
 read (SYNCED), when they last did (LAST-SYNC: while Eureka cannot be read
 the endpoints stay as they were, and this says how stale they are) and
 the reason of Synced. -o wide adds the Service's type.
@@ -44,9 +49,9 @@ kubectl get esync,eimp -o yaml does.`
 
 // statusColumns are the table's columns; wide adds the rest.
 var (
-	statusColumns = []string{"NAMESPACE", "NAME", "APP", "MODE", "TRAFFIC", "READY", "INJECTED", "REGISTERED", "ELSEWHERE", "SYNCED", "AGE"}
+	statusColumns = []string{"NAMESPACE", "NAME", "APP", "MODE", "TRAFFIC", "READY", "INJECTED", "REGISTERED", "ELSEWHERE", "PERMITTED", "SYNCED", "AGE"}
 	wideColumns   = []string{"CALLS-TO", "SKIPPED", "OTHER-SYNCER", "NO-DRAIN", "OUTDATED", "LAST-SYNC", "REASON"}
-	importColumns = []string{"NAMESPACE", "NAME", "APP", "SERVICE", "ENDPOINTS", "SYNCED", "LAST-SYNC", "REASON", "AGE"}
+	importColumns = []string{"NAMESPACE", "NAME", "APP", "SERVICE", "ENDPOINTS", "PERMITTED", "SYNCED", "LAST-SYNC", "REASON", "AGE"}
 	importWide    = []string{"TYPE"}
 )
 
@@ -187,7 +192,7 @@ func statusRow(s *v1alpha1.EurekaSyncer, wide bool, now time.Time) []string {
 		s.Namespace, s.Name, orDash(cmpOr(st.AppName, s.EffectiveAppName())),
 		string(s.EffectiveMode()), string(s.EffectiveTraffic()),
 		orDash(st.Ready), injected, strconv.Itoa(int(st.RegisteredInstances)), orDash(st.Elsewhere),
-		synced, age(s.CreationTimestamp.Time, now),
+		permitted(st.Conditions), synced, age(s.CreationTimestamp.Time, now),
 	}
 	if !wide {
 		return row
@@ -217,12 +222,25 @@ func importRow(imp *v1alpha1.EurekaImport, wide bool, now time.Time) []string {
 	}
 	row := []string{
 		imp.Namespace, imp.Name, cmpOr(st.App, imp.EffectiveApp()), cmpOr(st.ServiceName, imp.EffectiveServiceName()),
-		orDash(st.Endpoints), synced, lastSync, reason, age(imp.CreationTimestamp.Time, now),
+		orDash(st.Endpoints), permitted(st.Conditions), synced, lastSync, reason, age(imp.CreationTimestamp.Time, now),
 	}
 	if wide {
 		row = append(row, string(cmpOr(imp.Spec.Service.Type, v1alpha1.ImportClusterIP)))
 	}
 	return row
+}
+
+// permitted is the PERMITTED cell: the Permitted condition's status, and
+// when it is False the refusal's reason, so the table itself says why.
+func permitted(conds []metav1.Condition) string {
+	c := meta.FindStatusCondition(conds, v1alpha1.ConditionPermitted)
+	switch {
+	case c == nil:
+		return "-"
+	case c.Status == metav1.ConditionFalse:
+		return fmt.Sprintf("False (%s)", orDash(c.Reason))
+	}
+	return string(c.Status)
 }
 
 func age(t, now time.Time) string {

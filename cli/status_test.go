@@ -25,7 +25,21 @@ func migrating() v1alpha1.EurekaSyncer {
 		OutOfServiceInstances: 3, ElsewhereInstances: 2, ElsewhereUpInstances: 2, Elsewhere: "2/2",
 		TrafficTo: v1alpha1.TrafficToElsewhere, OutdatedRegistrarPods: 1,
 		LastSyncTime: &metav1.Time{Time: testNow.Add(-20 * time.Second)},
-		Conditions:   []metav1.Condition{{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionTrue, Reason: "InSync"}},
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionTrue, Reason: "InSync"},
+			{Type: v1alpha1.ConditionPermitted, Status: metav1.ConditionTrue, Reason: "Permitted"}},
+	}
+	return s
+}
+
+// squatter is a syncer of a namespace that named an app another namespace
+// registered first: refused, its selector matching nothing.
+func squatter() v1alpha1.EurekaSyncer {
+	s := *builders.Syncer("evil", "probe", builders.AppName("PROBE"), builders.CreatedAt(testNow.Add(-2*time.Minute)))
+	s.Status = v1alpha1.EurekaSyncerStatus{
+		AppName: "PROBE", Ready: "0/0", Elsewhere: "0/0", TrafficTo: v1alpha1.TrafficToNowhere,
+		LastSyncTime: &metav1.Time{Time: testNow.Add(-30 * time.Second)},
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionFalse, Reason: "AppOwnedByAnotherNamespace"},
+			{Type: v1alpha1.ConditionPermitted, Status: metav1.ConditionFalse, Reason: "AppOwnedByAnotherNamespace"}},
 	}
 	return s
 }
@@ -65,9 +79,25 @@ func stale() v1alpha1.EurekaImport {
 	return imp
 }
 
+// intruder is an import of an app another namespace owns, refused.
+func intruder() v1alpha1.EurekaImport {
+	imp := v1alpha1.EurekaImport{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "evil", Name: "orders", CreationTimestamp: metav1.NewTime(testNow.Add(-time.Minute))},
+		Spec:       v1alpha1.EurekaImportSpec{App: "ORDERS"},
+	}
+	imp.Status = v1alpha1.EurekaImportStatus{
+		App: "ORDERS", ServiceName: "orders",
+		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionFalse, Reason: "AppNotGranted"},
+			{Type: v1alpha1.ConditionPermitted, Status: metav1.ConditionFalse, Reason: "AppNotGranted"}},
+	}
+	return imp
+}
+
+// A refusal shows in the table, as PERMITTED False with its reason; a
+// status of a manager that wrote no Permitted condition shows "-".
 func TestStatus_TableShowsTheMigrationViewFromTheStatus(t *testing.T) {
-	syncers := []v1alpha1.EurekaSyncer{migrating(), service()}
-	imports := []v1alpha1.EurekaImport{vmOnly(), stale()}
+	syncers := []v1alpha1.EurekaSyncer{migrating(), service(), squatter()}
+	imports := []v1alpha1.EurekaImport{vmOnly(), stale(), intruder()}
 	var out strings.Builder
 	if err := printStatus(&out, syncers, imports, "", testNow); err != nil {
 		t.Fatal(err)
@@ -88,7 +118,7 @@ func TestStatus_ImportsAloneMakeTheirOwnTable(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAMESPACE   NAME       APP        SERVICE    ENDPOINTS") ||
-		strings.Join(strings.Fields(lines[1]), " ") != "shop payments PAYMENTS payments 2/3 True 12s ago Imported 3h" {
+		strings.Join(strings.Fields(lines[1]), " ") != "shop payments PAYMENTS payments 2/3 - True 12s ago Imported 3h" {
 		t.Errorf("imports without syncers:\n%s", out.String())
 	}
 }
