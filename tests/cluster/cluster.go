@@ -51,6 +51,12 @@ type Options struct {
 	// Bare starts the node and Eureka only: no cert-manager, no Eurekube,
 	// for tests that install (and uninstall) Eurekube themselves.
 	Bare bool
+	// FirstClaim leaves tenancy as a user's install has it: no
+	// EurekaAppPolicy, so each app belongs to the first namespace that
+	// registers it (the sandbox). Otherwise WaitInstalled shares every app
+	// with every namespace (harness.ShareEveryApp): the suites' stories
+	// run the same app in many namespaces.
+	FirstClaim bool
 }
 
 // Cluster is a node with cert-manager, Eureka peers and Eurekube installed.
@@ -71,6 +77,8 @@ type Cluster struct {
 	// replication brought.
 	Eureka *harness.Eureka
 
+	// firstClaim: Options.FirstClaim.
+	firstClaim bool
 	// apps: the Eureka app names deployed, by namespace (Deploy).
 	apps   sync.Map
 	LogDir string
@@ -146,7 +154,7 @@ func (c *Cluster) stopServices() error {
 }
 
 func install(ctx context.Context, n *node.Node, o Options) (*Cluster, error) {
-	c := &Cluster{Node: n, LogDir: o.LogDir,
+	c := &Cluster{Node: n, LogDir: o.LogDir, firstClaim: o.FirstClaim,
 		ControlPlane: &harness.ControlPlane{Config: n.Config, Client: n.Client, Scheme: harness.Scheme(), Kubeconfig: n.Kubeconfig}}
 	var err error
 	if c.Clientset, err = kubernetes.NewForConfig(n.Config); err != nil {
@@ -250,6 +258,9 @@ func (c *Cluster) WaitInstalled(ctx context.Context) error {
 	err := harness.Poll(ctx, 5*time.Minute, time.Second, "eurekube installed", func() error { return c.installed(ctx) })
 	if err != nil {
 		return fmt.Errorf("%w (logs in %s)", err, c.Node.LogDir())
+	}
+	if c.firstClaim {
+		return nil
 	}
 	// The stories run the same apps in many namespaces at once.
 	return harness.ShareEveryApp(ctx, c.Node.Client)

@@ -14,6 +14,10 @@
 // DNS name where the node runs the cluster's DNS, else by its ClusterIP (the
 // welcome says which, and why).
 //
+// Tenancy is the product's default: no EurekaAppPolicy is installed, so
+// ORDERS belongs to shop, the first namespace to register it (its
+// EurekaAppClaim), and a second namespace naming it is refused.
+//
 // The node needs root: it mounts, creates interfaces and iptables rules and
 // runs containerd. The command says why and exits at once where no node can
 // run. It prints how to reach everything and runs until Ctrl-C, then stops
@@ -115,13 +119,7 @@ func run() error {
 
 	log.Info("the sandbox runs a real Kubernetes node on this machine, as root (waiting first if another node runs here)")
 	log.Info("starting the node (containerd, etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy), cert-manager and Eureka, and installing Eurekube from manifests/default")
-	c, err := cluster.Start(ctx, cluster.Options{
-		Node:       nodeOpts,
-		EurekaPort: *eurekaPort,
-		// Production timings: self-preservation on, 30 s response caches.
-		EurekaProfile: harness.ProfileReal,
-		LogDir:        nodeOpts.LogDir,
-	})
+	c, err := cluster.Start(ctx, sandboxOptions(nodeOpts, *eurekaPort))
 	if err != nil {
 		return fmt.Errorf("start the cluster (logs in %s): %w", nodeOpts.LogDir, err)
 	}
@@ -163,6 +161,11 @@ func run() error {
 	if err := waitSettled(ctx, c, app); err != nil {
 		return err
 	}
+	owner, err := claimOwner(ctx, c, app.Name)
+	if err != nil {
+		return err
+	}
+	log.WithField("namespace", owner).Info("ORDERS is claimed: it belongs to the first namespace that registered it (kubectl get eac)")
 	// Started once Eureka lists the pods, so its first registry fetch finds
 	// them and its "failed" count starts at 0, not with the calls made
 	// while the pods were starting.
@@ -192,13 +195,54 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	printWelcome(c, kubeconfig, spring, imp, callee, callerStats, time.Since(start))
+	printWelcome(c, kubeconfig, spring, imp, callee, callerStats, tenancyWelcome(strings.ToUpper(app.Name), owner), time.Since(start))
 	if *exitWhenReady {
 		return nil
 	}
 	<-ctx.Done()
 	fmt.Println()
 	return nil
+}
+
+// sandboxOptions is the sandbox's cluster: production timings for Eureka
+// (self-preservation on, 30 s response caches), and tenancy as a user's
+// install has it, first claim, with no share-every-app policy.
+func sandboxOptions(nodeOpts node.Options, eurekaPort int) cluster.Options {
+	return cluster.Options{
+		Node:          nodeOpts,
+		EurekaPort:    eurekaPort,
+		EurekaProfile: harness.ProfileReal,
+		LogDir:        nodeOpts.LogDir,
+		FirstClaim:    true,
+	}
+}
+
+// claimOwner is the namespace that app's EurekaAppClaim names: the
+// first to register it. The claim is made as the first pod registers, so
+// it exists once the syncer settled.
+func claimOwner(ctx context.Context, c *cluster.Cluster, app string) (string, error) {
+	var claims v1alpha1.EurekaAppClaimList
+	if err := c.Node.Client.List(ctx, &claims); err != nil {
+		return "", fmt.Errorf("list EurekaAppClaims: %w", err)
+	}
+	for _, claim := range claims.Items {
+		if strings.EqualFold(claim.Spec.App, app) {
+			return claim.Spec.Namespace, nil
+		}
+	}
+	return "", fmt.Errorf("no EurekaAppClaim of %s, though its pods registered (kubectl get eac; logs in %s)", strings.ToUpper(app), c.LogDir)
+}
+
+// tenancyWelcome is the welcome's part about who owns what: the claim,
+// and what a second namespace that names the app sees.
+func tenancyWelcome(app, owner string) string {
+	return fmt.Sprintf(`  Tenancy            No EurekaAppPolicy is installed: %[1]s belongs to namespace %[2]s, the first
+                     to register it.
+                     kubectl get eac   (the claim: APP %[1]s, NAMESPACE %[2]s)
+                     A syncer or an import of %[1]s in another namespace is refused: PERMITTED
+                     False in kubectl get esync,eimp -A and eurekube status, the owner and the
+                     fix in its Permitted condition. docs/operations.md, "Security model".
+`, app, owner)
 }
 
 // waitSettled waits until Eureka lists exactly the sample's ready pods and
@@ -346,7 +390,7 @@ func startPodCaller(ctx context.Context, c *cluster.Cluster, namespace, url stri
 	return "http://" + net.JoinHostPort(pod.Status.PodIP, port) + "/stats", nil
 }
 
-func printWelcome(c *cluster.Cluster, kubeconfig string, spring *harness.SpringClient, imp *v1alpha1.EurekaImport, to callee, callerStats string, took time.Duration) {
+func printWelcome(c *cluster.Cluster, kubeconfig string, spring *harness.SpringClient, imp *v1alpha1.EurekaImport, to callee, callerStats, tenancy string, took time.Duration) {
 	eureka := "http://" + c.Peers.Servers[0].Addr()
 	var others []string
 	for _, p := range c.Peers.Servers[1:] {
@@ -396,13 +440,13 @@ Eurekube sandbox is up (%s).
                      cache, makes the pods not ready (within about a minute). Handing the
                      Service to Kubernetes, then retiring Eureka: docs/operations.md, "From VMs
                      to the day Eureka retires".
-  Logs               %[1]s   (pods: kubectl -n shop logs)
+%[5]s  Logs               %[1]s   (pods: kubectl -n shop logs)
 
 The Eureka servers run with production timings: their responses are cached
 for up to 30 s, and old pods keep serving for 100 s after they leave Eureka.
 
 Press Ctrl-C to stop everything.
-`, c.LogDir, imp.Name, imp.Status.ServiceName, imp.Namespace)
+`, c.LogDir, imp.Name, imp.Status.ServiceName, imp.Namespace, tenancy)
 }
 
 // reportHost compares the host after the node's teardown with the host
