@@ -20,6 +20,21 @@ manifests/. The prefix is cut to 50 characters so that "<prefix>-webhook",
 {{- define "eurekube.credentialsRole" -}}{{ include "eurekube.fullname" . }}-eureka-credentials{{- end -}}
 {{- define "eurekube.podWritePolicy" -}}{{ include "eurekube.managerName" . }}-pod-writes{{- end -}}
 {{- define "eurekube.importWritePolicy" -}}{{ include "eurekube.managerName" . }}-import-writes{{- end -}}
+{{- define "eurekube.registrarPlacementPolicy" -}}{{ include "eurekube.managerName" . }}-registrar-placement{{- end -}}
+
+{{/*
+The RE2 regex of an image repository, whatever the tag or digest; a Docker
+Hub repository with or without its domain (webhook/registrars.go,
+imageRepository).
+*/}}
+{{- define "eurekube.repositoryRegex" -}}
+{{- $first := splitList "/" . | first -}}
+{{- if and (contains "/" .) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
+^{{ regexQuoteMeta . }}(:[\w][\w.-]*)?(@.+)?$
+{{- else -}}
+^((?i:docker\.io|index\.docker\.io)/)?{{ regexQuoteMeta . }}(:[\w][\w.-]*)?(@.+)?$
+{{- end -}}
+{{- end -}}
 {{- define "eurekube.uninstallName" -}}{{ include "eurekube.fullname" . }}-uninstall{{- end -}}
 
 {{/*
