@@ -76,6 +76,44 @@ type patternMatch struct {
 	children []*v1alpha1.EurekaImport
 	// invalid are the matching apps whose name is no valid Service name.
 	invalid []v1alpha1.SkippedApp
+	// matched counts the apps the pattern matches, over the cap or not;
+	// overCap are those left out for the cap, sorted.
+	matched int
+	overCap []string
+}
+
+// DefaultMaxPatternApps is how many apps one pattern import imports at
+// most (Options.PatternCap, --max-pattern-apps): each is an import, a
+// Service and its slices in the namespace, and Eureka's app names are
+// anyone's to register.
+const DefaultMaxPatternApps = 200
+
+// patternCap is the cap on a pattern's apps, and the apps that keep their
+// place under it: those the parent imports already, so that an app
+// registered later, whatever its name, never takes a serving app's
+// Service away.
+type patternCap struct {
+	max     int
+	current func(app string) bool
+}
+
+// capApps keeps at most c.max of apps (sorted): the current ones first,
+// then the others by name; it returns those kept, sorted, and those left
+// out, sorted.
+func (c patternCap) capApps(apps []string) (kept, left []string) {
+	if c.max <= 0 || len(apps) <= c.max {
+		return apps, nil
+	}
+	ranked := append([]string(nil), apps...)
+	sort.SliceStable(ranked, func(i, j int) bool {
+		ci, cj := c.current != nil && c.current(ranked[i]), c.current != nil && c.current(ranked[j])
+		return ci && !cj
+	})
+	kept = append([]string(nil), ranked[:c.max]...)
+	left = append([]string(nil), ranked[c.max:]...)
+	sort.Strings(kept)
+	sort.Strings(left)
+	return kept, left
 }
 
 // patternChildName is the name of app's import, and whether it is a valid
@@ -111,13 +149,14 @@ func patternLabelValue(parent string) string {
 // matches, and the import it wants for each. instancesOf lists an app's
 // instances; clusterID is this cluster's, whose own instances the imports
 // leave out unless includeThisCluster.
-func matchPattern(parent *v1alpha1.EurekaImport, apps []string, instancesOf func(string) []eureka.Instance, clusterID string) patternMatch {
+func matchPattern(parent *v1alpha1.EurekaImport, apps []string, instancesOf func(string) []eureka.Instance, clusterID string, limit patternCap) patternMatch {
 	var m patternMatch
 	sorted := append([]string(nil), apps...)
 	for i := range sorted {
 		sorted[i] = strings.ToUpper(sorted[i])
 	}
 	sort.Strings(sorted)
+	var matched []string
 	for n, app := range sorted {
 		if n > 0 && sorted[n-1] == app || !ownership.AppMatches(parent.Spec.App, app) {
 			continue
@@ -125,6 +164,11 @@ func matchPattern(parent *v1alpha1.EurekaImport, apps []string, instancesOf func
 		if len(importedInstances(parent, instancesOf(app), clusterID)) == 0 {
 			continue // none to import: only this cluster's pods, or none
 		}
+		matched = append(matched, app)
+	}
+	m.matched = len(matched)
+	matched, m.overCap = limit.capApps(matched)
+	for _, app := range matched {
 		m.apps = append(m.apps, app)
 		name, ok := patternChildName(app)
 		if !ok {
@@ -135,6 +179,19 @@ func matchPattern(parent *v1alpha1.EurekaImport, apps []string, instancesOf func
 		m.children = append(m.children, patternChild(parent, app, name))
 	}
 	return m
+}
+
+// overCapMessage says that pattern matched more apps than max, and which
+// were left out.
+func overCapMessage(pattern string, max int, m patternMatch) string {
+	named := m.overCap[:min(len(m.overCap), maxNamedPods)]
+	more := ""
+	if n := len(m.overCap) - len(named); n > 0 {
+		more = fmt.Sprintf(" and %d more", n)
+	}
+	return fmt.Sprintf("%s matches %s, more than the cap of %d (the manager's --max-pattern-apps): the %d imported are those imported already, then the first by name; left out: %s%s. "+
+		"Narrow the pattern, import an app with an EurekaImport of its own, or ask the platform team to raise --max-pattern-apps",
+		pattern, countApps(m.matched), max, len(m.apps), strings.Join(named, ", "), more)
 }
 
 // patternChild is the import parent wants for app: the parent's spec with
@@ -338,10 +395,21 @@ func (r *importReconciler) reconcilePattern(ctx context.Context, imp *v1alpha1.E
 	}
 	set(v1alpha1.ConditionEurekaReachable, true, "Reachable", "Eureka answered")
 
-	m := matchPattern(imp, registry.Apps(), registry.Instances, r.opts.ClusterID)
 	var existing v1alpha1.EurekaImportList
 	if err := r.client.List(ctx, &existing, client.InNamespace(imp.Namespace)); err != nil {
 		return reconcile.Result{}, fmt.Errorf("list EurekaImports: %w", err)
+	}
+	current := map[string]bool{}
+	for i := range existing.Items {
+		if c := &existing.Items[i]; metav1.IsControlledBy(c, imp) && c.DeletionTimestamp.IsZero() {
+			current[strings.ToUpper(c.Spec.App)] = true
+		}
+	}
+	m := matchPattern(imp, registry.Apps(), registry.Instances, r.opts.ClusterID, patternCap{max: r.opts.PatternCap, current: func(app string) bool { return current[app] }})
+	if len(m.overCap) > 0 {
+		set(v1alpha1.ConditionAppsWithinCap, false, v1alpha1.ReasonPatternCapReached, overCapMessage(imp.Spec.App, r.opts.PatternCap, m))
+	} else {
+		set(v1alpha1.ConditionAppsWithinCap, true, "WithinCap", fmt.Sprintf("%s matches %s, within the cap of %d (--max-pattern-apps)", imp.Spec.App, countApps(m.matched), r.opts.PatternCap))
 	}
 	a := planPatternActions(imp, m.children, existing.Items)
 	for _, c := range a.create {

@@ -69,7 +69,7 @@ func TestMatchPattern_MatchesAsThePolicyDoesAndNamesEachImportAfterItsApp(t *tes
 	} {
 		parent := patternParent(c.pattern)
 		parent.Spec.IncludeThisCluster = c.includeThisCluster
-		m := matchPattern(parent, apps, instancesOf, planTestCluster)
+		m := matchPattern(parent, apps, instancesOf, planTestCluster, patternCap{})
 		var children, invalid []string
 		for _, ch := range m.children {
 			children = append(children, ch.Name)

@@ -77,17 +77,24 @@ func endpointConditions(st eureka.Status) discoveryv1.EndpointConditions {
 // importedInstances are the instances an import takes: the app's, less
 // this cluster's own unless it asks for them.
 func importedInstances(imp *v1alpha1.EurekaImport, all []eureka.Instance, clusterID string) []eureka.Instance {
-	if imp.Spec.IncludeThisCluster {
-		return all
+	taken, _ := splitThisCluster(all, clusterID, imp.Spec.IncludeThisCluster)
+	return taken
+}
+
+// splitThisCluster splits all into the instances taken, and those left
+// out as this cluster's own (carrying its markers) when include is false.
+func splitThisCluster(all []eureka.Instance, clusterID string, include bool) (taken, own []eureka.Instance) {
+	if include {
+		return all, nil
 	}
-	var out []eureka.Instance
 	for _, inst := range all {
 		if inst.Metadata[eureka.MetaManagedBy] == eureka.ManagedByValue && inst.Metadata[eureka.MetaCluster] == clusterID {
+			own = append(own, inst)
 			continue
 		}
-		out = append(out, inst)
+		taken = append(taken, inst)
 	}
-	return out
+	return taken, own
 }
 
 // planImport builds the Service and slices imp wants for instances.

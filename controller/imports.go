@@ -66,11 +66,17 @@ const conditionServiceOwned = v1alpha1.ConditionServiceOwned
 type importReconciler struct {
 	*Reconciler
 	follow *readFollowers
+	// ranges are the cluster's pod and Service ranges (import_ranges.go).
+	ranges *rangeSource
 }
 
 // setupImports registers the import controller beside the syncers'.
 func setupImports(mgr manager.Manager, r *Reconciler) error {
 	follow := newReadFollowers()
+	if err := indexPodsByIP(context.Background(), mgr); err != nil {
+		return err
+	}
+	ranges := &rangeSource{pods: r.opts.PodCIDRs, services: r.opts.ServiceCIDRs, cache: r.client, api: r.apiReader}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("eurekaimport").
 		For(&v1alpha1.EurekaImport{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -92,7 +98,7 @@ func setupImports(mgr manager.Manager, r *Reconciler) error {
 		// As the syncers': a reconcile mostly waits for the API server.
 		// One at a time, 1,000 imports took 51 s to their first slices.
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
-		Complete(&importReconciler{Reconciler: r, follow: follow})
+		Complete(&importReconciler{Reconciler: r, follow: follow, ranges: ranges})
 }
 
 // notCreated passes every event but an object's creation.
@@ -107,6 +113,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err := r.client.Get(ctx, req.NamespacedName, &imp); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetImportMetrics(req.Namespace, req.Name)
+			forgetRefusedMetric(req.Namespace, req.Name)
 			r.follow.forget(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -125,6 +132,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			}
 		}
 		forgetImportMetrics(imp.Namespace, imp.Name)
+		forgetRefusedMetric(imp.Namespace, imp.Name)
 		r.follow.forget(req.NamespacedName)
 		log.Info("import deleted: its Service, Endpoints and EndpointSlices removed")
 		return reconcile.Result{}, nil
@@ -142,7 +150,10 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 	if refusal := r.importRefusal(ctx, &imp); refusal != nil {
 		set(v1alpha1.ConditionPermitted, false, refusal.reason, refusal.message)
-		set(v1alpha1.ConditionSynced, false, refusal.reason, "nothing is imported: see the Permitted condition")
+		set(v1alpha1.ConditionSynced, false, refusal.reason, "nothing is read from Eureka and nothing is imported: see the Permitted condition")
+		// A refused import reads nothing: it stops following its
+		// servers' reads too.
+		r.follow.forget(req.NamespacedName)
 		return r.finishImport(ctx, &imp, before)
 	}
 	set(v1alpha1.ConditionPermitted, true, v1alpha1.ReasonPermitted, "the app, its Eureka servers and the namespace are allowed")
@@ -161,7 +172,32 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	set(v1alpha1.ConditionEurekaReachable, true, "Reachable", "Eureka answered")
 
 	all := registry.Instances(imp.EffectiveApp())
-	plan := planImport(&imp, importedInstances(&imp, all, r.opts.ClusterID))
+	rule, err := r.addressRule(ctx, &imp)
+	if err != nil {
+		// The slices stay as last written: nothing serving is emptied
+		// because the manager could not tell what is inside the cluster.
+		set(v1alpha1.ConditionSynced, false, reasonRangesUnknown, fmt.Sprintf("the cluster's pod and Service ranges could not be read, so no address is written (the endpoints are kept as last written): %v", err))
+		if _, serr := r.finishImport(ctx, &imp, before); serr != nil {
+			err = errors.Join(err, serr)
+		}
+		return reconcile.Result{}, err
+	}
+	taken, notIncluded := splitThisCluster(all, r.opts.ClusterID, rule.includeThisCluster)
+	kept, refused := allowedInstances(taken, rule.addressRule)
+	if imp.Spec.IncludeThisCluster && !rule.includeThisCluster {
+		// Asked for, and not this namespace's to take: named, not
+		// silently dropped.
+		for _, inst := range notIncluded {
+			refused = append(refused, refusedInstance{id: inst.InstanceID, addr: inst.IPAddr, why: "this cluster's instance, and includeThisCluster is refused: " + rule.includeRefusal})
+		}
+	}
+	setRefusedMetric(imp.Namespace, imp.Name, len(refused))
+	if len(refused) > 0 {
+		set(v1alpha1.ConditionAddressesAllowed, false, v1alpha1.ReasonInClusterAddress, refusalMessage(imp.EffectiveApp(), refused))
+	} else {
+		set(v1alpha1.ConditionAddressesAllowed, true, reasonAddressesAllowed, "no instance's address is inside this cluster but those of pods of namespaces that may register "+imp.EffectiveApp())
+	}
+	plan := planImport(&imp, kept)
 	owner, ownerReason, written, err := r.applyImport(ctx, &imp, &plan)
 	if err != nil {
 		// Said on the import, not only in the manager's log; the

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/controller"
 	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/internal/allowlist"
 	"github.com/eurekube/eurekube/webhook"
@@ -100,6 +102,15 @@ type Config struct {
 	// EurekaTimeout bounds one request of the reconciler to one Eureka
 	// server; the next URL is tried after it.
 	EurekaTimeout time.Duration
+	// PodCIDRs and ServiceCIDRs are the cluster's pod and Service ranges,
+	// where an import writes no address but its own namespace's pods';
+	// each, when given, replaces what the manager detects.
+	PodCIDRs, ServiceCIDRs []string
+	// MaxPatternApps caps the apps one pattern import imports.
+	MaxPatternApps int
+	// ClaimHold is how long an EurekaAppClaim is held for a namespace that
+	// registers its app no more, before another namespace may claim it.
+	ClaimHold time.Duration
 
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
@@ -162,6 +173,10 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.BoolVar(&cfg.LeaderElect, "leader-elect", false, "elect one replica to run the reconcilers (Lease "+LeaderElectionID+" in $POD_NAMESPACE)")
 	fs.DurationVar(&cfg.ResyncPeriod, "resync-period", DefaultResync, "how often every syncer is reconciled against Eureka")
 	fs.DurationVar(&cfg.EurekaTimeout, "eureka-timeout", DefaultEurekaTimeout, "bound on one reconciler request to one Eureka server, after which the next URL is tried")
+	fs.StringSliceVar(&cfg.PodCIDRs, "pod-cidr", nil, "range of this cluster's pod IPs, either family: an EurekaImport writes no address inside it but pods' of namespaces that may register the app (repeatable or comma-separated; default: the nodes' spec.podCIDRs)")
+	fs.StringSliceVar(&cfg.ServiceCIDRs, "service-cidr", nil, "range of this cluster's ClusterIPs, either family: an EurekaImport writes no address inside it (repeatable or comma-separated; default: the ServiceCIDR objects, else the /12 or /108 around Service default/kubernetes' ClusterIP)")
+	fs.IntVar(&cfg.MaxPatternApps, "max-pattern-apps", controller.DefaultMaxPatternApps, "most apps one pattern EurekaImport (spec.app with '*') imports; past it the first are kept and the rest named in its AppsWithinCap condition")
+	fs.DurationVar(&cfg.ClaimHold, "claim-hold", controller.DefaultClaimHold, "how long an EurekaAppClaim is held for a namespace that registers its app no more, before another namespace may claim it")
 
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 
@@ -198,6 +213,18 @@ func (c Config) Validate() error {
 	if c.ResyncPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--resync-period %s: want a positive duration such as 30s", c.ResyncPeriod))
 	}
+	if c.ClaimHold < time.Minute {
+		errs = append(errs, fmt.Errorf("--claim-hold %s: want at least 1m, longer than a syncer takes to be deleted and made again (default %s)", c.ClaimHold, controller.DefaultClaimHold))
+	}
+	if _, err := parseCIDRs("--pod-cidr", c.PodCIDRs); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := parseCIDRs("--service-cidr", c.ServiceCIDRs); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MaxPatternApps < 0 {
+		errs = append(errs, fmt.Errorf("--max-pattern-apps %d: want a positive number of apps (0: the default, %d)", c.MaxPatternApps, controller.DefaultMaxPatternApps))
+	}
 	if c.EurekaTimeout <= 0 || c.EurekaTimeout > time.Minute {
 		errs = append(errs, fmt.Errorf("--eureka-timeout %s: want a duration from 1ms to 1m, such as 5s", c.EurekaTimeout))
 	}
@@ -211,6 +238,34 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("--leader-elect needs the manager's namespace in POD_NAMESPACE (the downward API sets it in manifests/manager)"))
 	}
 	return errors.Join(errs...)
+}
+
+// parseCIDRs parses a range flag's values; an error names the flag and
+// each bad value.
+func parseCIDRs(flag string, values []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	var errs []error
+	for _, v := range values {
+		p, err := netip.ParsePrefix(strings.TrimSpace(v))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: want a range such as 10.244.0.0/16 or fd00:10:244::/56", flag, v))
+			continue
+		}
+		out = append(out, p.Masked())
+	}
+	return out, errors.Join(errs...)
+}
+
+// podCIDRs and serviceCIDRs are the range flags, parsed (Validate has
+// refused bad ones).
+func (c Config) podCIDRs() []netip.Prefix {
+	p, _ := parseCIDRs("--pod-cidr", c.PodCIDRs)
+	return p
+}
+
+func (c Config) serviceCIDRs() []netip.Prefix {
+	p, _ := parseCIDRs("--service-cidr", c.ServiceCIDRs)
+	return p
 }
 
 // allowlists parses the allowlist flags; an error names the flag and the

@@ -99,7 +99,10 @@ type EurekaImportSpec struct {
 	Service ImportService `json:"service,omitempty"`
 	// IncludeThisCluster imports the instances this cluster's Eurekube
 	// registered too. By default only those elsewhere (VMs, other
-	// clusters) are: this cluster's pods already have Services.
+	// clusters) are: this cluster's pods already have Services. They are
+	// taken only where the import's namespace may register the app itself
+	// (an EurekaAppPolicy or its claim), and only from pods of namespaces
+	// that may: an import never points into another namespace's pods.
 	// +optional
 	IncludeThisCluster bool `json:"includeThisCluster,omitempty"`
 }
@@ -129,9 +132,9 @@ type EurekaImportStatus struct {
 	// LastSyncTime is when the endpoints last matched a registry read.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
-	// Conditions: Synced, EurekaReachable, ServiceOwned, Permitted. Of a
-	// pattern: Synced, EurekaReachable and Permitted, summing up its
-	// apps' imports.
+	// Conditions: Synced, EurekaReachable, ServiceOwned, Permitted,
+	// AddressesAllowed. Of a pattern: Synced, EurekaReachable and
+	// Permitted, summing up its apps' imports, and AppsWithinCap.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -265,4 +268,20 @@ const (
 	// Eureka lists instances past their lease: the server may be in
 	// self-preservation, and they may be dead.
 	ReasonLeasesExpired = "LeasesExpired"
+	// ConditionAddressesAllowed is false (reason InClusterAddress) when
+	// instances were left out because their address is inside this
+	// cluster (its pod or Service ranges, a node's or a pod's IP) and not
+	// a pod of a namespace that may register the app; the message counts
+	// and names them. An import never points into another namespace's
+	// pods.
+	ConditionAddressesAllowed = "AddressesAllowed"
+	// ReasonInClusterAddress: see ConditionAddressesAllowed.
+	ReasonInClusterAddress = "InClusterAddress"
+	// ConditionAppsWithinCap, of a pattern import, is false (reason
+	// PatternCapReached) when the pattern matches more apps than the
+	// manager's --max-pattern-apps: the message names the cap, the count
+	// and the apps left out.
+	ConditionAppsWithinCap = "AppsWithinCap"
+	// ReasonPatternCapReached: see ConditionAppsWithinCap.
+	ReasonPatternCapReached = "PatternCapReached"
 )
