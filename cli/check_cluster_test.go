@@ -253,6 +253,44 @@ func TestCheck_AHealthyInstallationPassesAndEachFaultIsNamed(t *testing.T) {
 	}
 	t.Logf("a healthy installation:\n%s", out)
 
+	t.Run("a tenant's refused syncer", func(t *testing.T) {
+		// A tenant with edit rights in its namespace names a Eureka host
+		// the platform has not allowed: the manager refuses the syncer
+		// (its status as the manager writes it), the webhook its pods.
+		// Its namespace sorts before the healthy one's.
+		tenant := "check-evil"
+		createNamespace(ctx, t, cp, tenant, true)
+		probe := builders.Syncer(tenant, "probe", builders.EurekaURLs("http://evil.example:8761/eureka"))
+		if err := c.Create(ctx, probe); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), probe) })
+		refusal := "spec.eureka.serviceURLs[0]: Eureka host evil.example:8761 is not allowed"
+		setPermitted(ctx, t, c, probe, metav1.ConditionFalse, v1alpha1.ReasonEurekaHostNotAllowed, refusal,
+			metav1.Condition{Type: v1alpha1.ConditionEurekaReachable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonEurekaHostNotAllowed, Message: "not contacted"})
+		setPermitted(ctx, t, c, h.syncer, metav1.ConditionTrue, v1alpha1.ReasonPermitted, "allowed")
+
+		// The dry run takes the permitted syncer's pod, and the refused
+		// syncer's Eureka is not blamed on Eureka.
+		h.check(t, ExitOK, "PASS", checkWebhookAnswers, "namespace "+checkNamespace+" selected by EurekaSyncer orders came back with the eurekube-registrar container",
+			tenant+"/probe: refused by the platform (Permitted False, "+v1alpha1.ReasonEurekaHostNotAllowed)
+
+		// With no permitted syncer left to try, the refused one's pod is
+		// denied by policy: the webhook answered, a PASS that says so, and
+		// no word of the network.
+		setPermitted(ctx, t, c, h.syncer, metav1.ConditionFalse, v1alpha1.ReasonEurekaHostNotAllowed, "refused for this test")
+		out := h.check(t, ExitOK, "PASS", checkWebhookAnswers, "namespace "+tenant+" selected by EurekaSyncer probe was denied by policy (the webhook works: inject.eurekube.io answered)",
+			"evil.example", "EurekaSyncer probe is refused (Permitted False, "+v1alpha1.ReasonEurekaHostNotAllowed)
+		if strings.Contains(lineOf(out, "PASS", checkWebhookAnswers), "network") {
+			t.Errorf("a denial by policy blames the network:\n%s", out)
+		}
+		setPermitted(ctx, t, c, h.syncer, metav1.ConditionTrue, v1alpha1.ReasonPermitted, "allowed")
+		if err := c.Delete(ctx, probe); err != nil {
+			t.Fatal(err)
+		}
+		h.check(t, ExitOK, "PASS", checkWebhookAnswers, "selected by EurekaSyncer orders came back with the eurekube-registrar container")
+	})
+
 	t.Run("Eureka unreachable", func(t *testing.T) {
 		h.status(ctx, t, func(st *v1alpha1.EurekaSyncerStatus) {
 			meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionEurekaReachable, Status: metav1.ConditionFalse, Reason: "EurekaUnreachable", Message: "http://eureka:8761/eureka: connection refused"})
@@ -476,4 +514,21 @@ func restoreCRD(ctx context.Context, t *testing.T, c client.Client, old *apiexte
 		var list v1alpha1.EurekaSyncerList
 		return c.List(ctx, &list)
 	})
+}
+
+// setPermitted writes s's Permitted condition for its current spec, and
+// the other conditions, as the manager would.
+func setPermitted(ctx context.Context, t *testing.T, c client.Client, s *v1alpha1.EurekaSyncer, status metav1.ConditionStatus, reason, message string, others ...metav1.Condition) {
+	t.Helper()
+	var got v1alpha1.EurekaSyncer
+	if err := c.Get(ctx, client.ObjectKeyFromObject(s), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, cond := range append([]metav1.Condition{{Type: v1alpha1.ConditionPermitted, Status: status, Reason: reason, Message: message}}, others...) {
+		cond.ObservedGeneration = got.Generation
+		meta.SetStatusCondition(&got.Status.Conditions, cond)
+	}
+	if err := c.Status().Update(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -3,14 +3,17 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/internal/builders"
+	"github.com/eurekube/eurekube/internal/ownership"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -40,8 +43,8 @@ func TestStatus_CountsSelectedInjectedAndRegisteredPods(t *testing.T) {
 		return nil
 	})
 	// The VM and the other cluster's instance are elsewhere, both UP.
-	if got, want := getEsync(t, ns, s.Name), "orders ORDERS Serve 3/3 2/2 Both 3 True"; !strings.HasPrefix(got, want+" ") {
-		t.Fatalf("kubectl get esync = %q, want NAME APP TRAFFIC READY ELSEWHERE CALLS-TO REGISTERED SYNCED AGE = %q AGE", got, want)
+	if got, want := getEsync(t, ns, s.Name), "orders ORDERS Serve 3/3 2/2 Both 3 True True"; !strings.HasPrefix(got, want+" ") {
+		t.Fatalf("kubectl get esync = %q, want NAME APP TRAFFIC READY ELSEWHERE CALLS-TO REGISTERED PERMITTED SYNCED AGE = %q AGE", got, want)
 	}
 }
 
@@ -68,7 +71,7 @@ func TestSynced_FalseWhilePodsAreSelectedAndNoInstanceIsUp(t *testing.T) {
 		}
 		return nil
 	})
-	if got, want := getEsync(t, ns, s.Name), "cart CART Serve 0/2 2/2 Elsewhere 0 False"; !strings.HasPrefix(got, want+" ") {
+	if got, want := getEsync(t, ns, s.Name), "cart CART Serve 0/2 2/2 Elsewhere 0 True False"; !strings.HasPrefix(got, want+" ") {
 		t.Fatalf("kubectl get esync = %q, want %q AGE", got, want)
 	}
 	if got := getEsync(t, ns, s.Name, "-o", "wide"); !strings.Contains(got, " NoInstanceUp 2 0 0 0") {
@@ -118,7 +121,7 @@ func TestOverlap_TheNewerSyncerNamesTheOlderThatOwnsThePods(t *testing.T) {
 		}
 		return nil
 	})
-	if got, want := getEsync(t, ns, newer.Name), "ledger-v2 LEDGER-V2 Serve 0/0 0/0 Nowhere 0 True"; !strings.HasPrefix(got, want+" ") {
+	if got, want := getEsync(t, ns, newer.Name), "ledger-v2 LEDGER-V2 Serve 0/0 0/0 Nowhere 0 True True"; !strings.HasPrefix(got, want+" ") {
 		t.Fatalf("kubectl get esync %s = %q, want %q AGE", newer.Name, got, want)
 	}
 	if got := getEsync(t, ns, newer.Name, "-o", "wide"); !strings.HasSuffix(got, " 0 0 2 0 0") {
@@ -168,4 +171,65 @@ func TestEurekaDown_ReportedWithTheURLAndRecoveredOnItsOwn(t *testing.T) {
 	harness.Eventually(t, patience, "unreachable, naming the URL", condition(metav1.ConditionFalse, proxy.Addr()))
 	proxy.Unblock()
 	harness.Eventually(t, patience, "reachable again", condition(metav1.ConditionTrue, ""))
+}
+
+// A syncer and an import the platform refuses are never Synced, even with
+// nothing to sync (a selector matching nothing, an app Eureka does not
+// list): Synced is False with the refusal's reason, and kubectl get
+// esync,eimp, the API server's tables of the CRDs' printer columns, show
+// PERMITTED False. A tenant with edit rights in its namespace names an app
+// the platform granted to another namespace.
+func TestStatus_ARefusedSyncerOrImportReadsPermittedFalseAndIsNeverSynced(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t) // skips without the servers
+	harness.SuspendSharedApps(ctx, t, k8s)
+	app := "TAKEN-" + strings.ToUpper(ns[len(ns)-5:])
+	policy := &v1alpha1.EurekaAppPolicy{ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(app)},
+		Spec: v1alpha1.EurekaAppPolicySpec{Apps: []string{app}, Namespaces: []string{"owner-team"}}}
+	if err := k8s.Create(ctx, policy); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), policy) })
+
+	s := builders.Syncer(ns, "taken", builders.AppName(app), builders.Port(intstr.FromInt32(8080)), builders.Selecting("nothing-has-this-label"))
+	if err := k8s.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the syncer Permitted False and Synced False, both naming the refusal", func() error {
+		permitted, got, err := condition(s, v1alpha1.ConditionPermitted)
+		if err != nil {
+			return err
+		}
+		synced := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSynced)
+		if permitted.Status != metav1.ConditionFalse || permitted.Reason != ownership.ReasonNotGranted || !strings.Contains(permitted.Message, policy.Name) {
+			return fmt.Errorf("Permitted %+v", permitted)
+		}
+		if synced == nil || synced.Status != metav1.ConditionFalse || synced.Reason != ownership.ReasonNotGranted || !strings.Contains(synced.Message, "see the Permitted condition") {
+			return fmt.Errorf("Synced %+v", synced)
+		}
+		return nil
+	})
+	if got := getEsync(t, ns, s.Name, "-o", "wide"); !strings.Contains(got, " 0 False False ") || !strings.Contains(got, " "+ownership.ReasonNotGranted+" ") {
+		t.Errorf("kubectl get esync -o wide = %q, want ... REGISTERED=0 PERMITTED=False SYNCED=False AGE REASON=%s ...", got, ownership.ReasonNotGranted)
+	}
+
+	imp := newImport(t, ns, app, nil)
+	harness.Eventually(t, patience, "the import Permitted False and Synced False, and kubectl get eimp says so", func() error {
+		permitted, got, err := importCondition(imp, v1alpha1.ConditionPermitted)
+		if err != nil {
+			return err
+		}
+		synced := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionSynced)
+		if permitted == nil || permitted.Status != metav1.ConditionFalse || synced == nil || synced.Status != metav1.ConditionFalse || synced.Reason != permitted.Reason {
+			return fmt.Errorf("Permitted %+v, Synced %+v", permitted, synced)
+		}
+		out, err := exec.Command("kubectl", "--kubeconfig", cp.Kubeconfig, "get", "eimp", imp.Name, "-n", ns, "--no-headers").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("kubectl get eimp: %v: %s", err, out)
+		}
+		if row := strings.Join(strings.Fields(string(out)), " "); !strings.Contains(row, " False False "+permitted.Reason+" ") {
+			return fmt.Errorf("kubectl get eimp = %q, want ... PERMITTED=False SYNCED=False REASON=%s AGE", row, permitted.Reason)
+		}
+		return nil
+	})
 }
