@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -20,11 +21,22 @@ import (
 
 // App ownership: whether the syncer's namespace may register its app
 // (internal/ownership holds the rule, the webhook applies it to each pod).
-// The reconciler claims an unclaimed app for the namespace of the oldest
-// syncer that registers it, so that on an upgrade, where several may
-// already, the first one keeps it whichever is reconciled first; and it
-// alone knows the app's instances elsewhere, which a policy may refuse to
-// join.
+// Ownership is earned by registering: the reconciler claims an unclaimed
+// app only for a syncer that registers it (pods it injected, instances in
+// Eureka, or Service mode, where the reconciler registers it itself), for
+// the namespace of the oldest such syncer, so that on an upgrade, where
+// several may already, the first one keeps it whichever is reconciled
+// first. A syncer that only names the app, or is refused, claims nothing.
+// The reconciler alone knows the app's instances elsewhere, which a
+// policy may refuse to join.
+//
+// A claim whose namespace registers its app no more is not deleted at
+// once: it is held for the namespace (eurekube.io/held-until, Options.
+// ClaimHold) so that deleting and re-creating a syncer (as a mode change
+// requires), a Recreate rollout that drains every pod, or a manager
+// restart never hands the app to another namespace; registering again
+// takes it up (ownership.Checker). Once the hold runs out, the claim is
+// deleted and the next namespace to register the app claims it.
 
 // checkOwnership records in obs whether the syncer's namespace may
 // register its app. A live syncer only: a deleted one registers nothing
@@ -41,7 +53,8 @@ func (r *Reconciler) checkOwnership(ctx context.Context, s *v1alpha1.EurekaSynce
 	}
 	ns := ownership.Namespace{Name: s.Namespace, Labels: nsObj.Labels}
 	checker := ownership.Checker{Reader: r.client, Live: r.apiReader, Writer: r.client, Indexed: r.appIndexed}
-	v, err := checker.Check(ctx, s.EffectiveAppName(), ns, true)
+	registers := obs.pods.injected > 0 || len(obs.instances) > 0 || s.EffectiveMode() == v1alpha1.ModeService
+	v, err := checker.Check(ctx, s.EffectiveAppName(), ns, registers)
 	if err != nil {
 		return err
 	}
@@ -74,12 +87,13 @@ func ownershipCondition(obs *observed) *metav1.Condition {
 	return c
 }
 
-// releaseClaims deletes the claims this cluster's manager made for the
+// releaseClaims holds the claims this cluster's manager made for the
 // apps of a syncer whose detach is complete, where its namespace
 // registers them no more: no other live syncer of the namespace has the
-// app, and no pod of the namespace asks for it by annotation. Another
-// namespace may then claim them. A claim of another namespace, or one the
-// manager did not make, is never touched.
+// app, and no pod of the namespace asks for it by annotation. The claim
+// sweeper deletes them once the hold has run out; another namespace may
+// then claim them. A claim of another namespace, or one the manager did
+// not make, is never touched.
 func (r *Reconciler) releaseClaims(ctx context.Context, s *v1alpha1.EurekaSyncer, apps []string) error {
 	inUse, err := r.appsInUse(ctx, s.Namespace, s.Name)
 	if err != nil {
@@ -96,10 +110,10 @@ func (r *Reconciler) releaseClaims(ctx context.Context, s *v1alpha1.EurekaSyncer
 		case err != nil:
 			return fmt.Errorf("read EurekaAppClaim of %s: %w", app, err)
 		}
-		if claim.Spec.Namespace != s.Namespace || claim.Spec.App != app {
+		if claim.Spec.Namespace != s.Namespace || claim.Spec.App != app || ownership.HeldUntil(&claim) != "" {
 			continue
 		}
-		if err := r.releaseClaim(ctx, &claim); err != nil {
+		if err := r.holdClaim(ctx, &claim, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -125,15 +139,47 @@ func (r *Reconciler) appsInUse(ctx context.Context, namespace, except string) (m
 		}
 	}
 	for i := range pods.Items {
-		if name, ok := pods.Items[i].Annotations[v1alpha1.AnnotationAppName]; ok && pods.Items[i].DeletionTimestamp == nil {
+		// A terminating pod still registers (a Recreate rollout drains every
+		// pod before the new ones start); a finished one never will again.
+		p := &pods.Items[i]
+		if name, ok := p.Annotations[v1alpha1.AnnotationAppName]; ok && !finished(p) {
 			inUse[strings.ToUpper(name)] = true
 		}
 	}
 	return inUse, nil
 }
 
+// holdClaim marks a claim the manager made as held for its namespace
+// until ClaimHold from now.
+func (r *Reconciler) holdClaim(ctx context.Context, claim *v1alpha1.EurekaAppClaim, now time.Time) error {
+	until := now.Add(r.opts.ClaimHold).UTC().Format(time.RFC3339)
+	if err := r.annotateClaim(ctx, claim, until); err != nil {
+		return fmt.Errorf("hold EurekaAppClaim %s for namespace %s: %w", claim.Name, claim.Spec.Namespace, err)
+	}
+	r.logFrom(ctx).WithFields(map[string]any{"app": claim.Spec.App, "namespace": claim.Spec.Namespace, "heldUntil": until}).
+		Info("the namespace registers the app no more: its claim is held for it")
+	return nil
+}
+
+// annotateClaim sets (or, with "", removes) a claim's held-until
+// annotation; the preconditions keep a claim changed since it was read.
+func (r *Reconciler) annotateClaim(ctx context.Context, claim *v1alpha1.EurekaAppClaim, until string) error {
+	value := "null"
+	if until != "" {
+		value = fmt.Sprintf("%q", until)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"resourceVersion":%q,"annotations":{%q:%s}}}`,
+		claim.UID, claim.ResourceVersion, v1alpha1.ClaimHeldUntilAnnotation, value)
+	target := &v1alpha1.EurekaAppClaim{ObjectMeta: metav1.ObjectMeta{Name: claim.Name}}
+	err := r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone, or changed: the sweeper looks again
+	}
+	return err
+}
+
 // releaseClaim deletes a claim the manager made; the precondition keeps
-// a claim made again since it was read.
+// a claim made or taken up again since it was read.
 func (r *Reconciler) releaseClaim(ctx context.Context, claim *v1alpha1.EurekaAppClaim) error {
 	if claim.Labels[ownership.ManagedByLabel] != ownership.ManagedByValue {
 		return nil
@@ -143,20 +189,28 @@ func (r *Reconciler) releaseClaim(ctx context.Context, claim *v1alpha1.EurekaApp
 		return fmt.Errorf("release EurekaAppClaim %s: %w", claim.Name, err)
 	}
 	r.logFrom(ctx).WithFields(map[string]any{"app": claim.Spec.App, "namespace": claim.Spec.Namespace}).
-		Info("released the app's claim: the namespace registers it no more")
+		Info("released the app's claim: its hold ran out and the namespace registers it no more")
 	return nil
 }
 
-// claimSweeper releases the claims whose namespace registers their app
-// no more by any path the syncers' detach does not see: pods that asked
-// for it by annotation and are gone, a namespace deleted. A claim younger
-// than Options.ClaimGrace is kept: the webhook claims before the pod it admits
-// exists.
+// claimSweeper keeps each claim the manager made in step with its
+// namespace's use of the app, by any path the syncers' detach does not
+// see (pods that asked for the app by annotation and are gone, a
+// namespace deleted): a claim its namespace uses no more is held; a held
+// one used again is taken up; a held one whose hold has run out is
+// released. A claim younger than Options.ClaimGrace is kept: the webhook
+// claims before the pod it admits exists.
 type claimSweeper struct{ *Reconciler }
 
 // DefaultClaimGrace is how long a claim is kept whatever uses it, unless
 // Options.ClaimGrace says otherwise.
 const DefaultClaimGrace = 2 * time.Minute
+
+// DefaultClaimHold is how long a claim is held for a namespace that
+// registers its app no more, unless Options.ClaimHold says otherwise: a
+// day, longer than any routine operation (a syncer deleted and made
+// again, a rollout, a manager's restart or upgrade) takes.
+const DefaultClaimHold = 24 * time.Hour
 
 // setupClaimSweeper registers the sweeper, which looks at each claim when
 // it changes and at every resync.
@@ -167,8 +221,7 @@ func setupClaimSweeper(mgr manager.Manager, r *Reconciler) error {
 		Complete(&claimSweeper{r})
 }
 
-// Reconcile releases one claim if its namespace registers its app no
-// more.
+// Reconcile holds, takes up or releases one claim.
 func (r *claimSweeper) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var claim v1alpha1.EurekaAppClaim
 	if err := r.client.Get(ctx, req.NamespacedName, &claim); err != nil {
@@ -177,15 +230,30 @@ func (r *claimSweeper) Reconcile(ctx context.Context, req reconcile.Request) (re
 	if claim.Labels[ownership.ManagedByLabel] != ownership.ManagedByValue {
 		return reconcile.Result{}, nil
 	}
-	if age := time.Since(claim.CreationTimestamp.Time); age < r.opts.ClaimGrace {
+	now := time.Now()
+	if age := now.Sub(claim.CreationTimestamp.Time); age < r.opts.ClaimGrace {
 		return reconcile.Result{RequeueAfter: r.opts.ClaimGrace - age}, nil
 	}
 	inUse, err := r.appsInUse(ctx, claim.Spec.Namespace, "")
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if inUse[claim.Spec.App] {
+	held := ownership.HeldUntil(&claim)
+	switch {
+	case inUse[claim.Spec.App] && held != "":
+		return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod}, r.annotateClaim(ctx, &claim, "")
+	case inUse[claim.Spec.App]:
 		return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
+	case held == "":
+		return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod}, r.holdClaim(ctx, &claim, now)
+	}
+	until, err := time.Parse(time.RFC3339, held)
+	if err != nil {
+		// Not the manager's writing: hold it afresh rather than guess.
+		return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod}, r.holdClaim(ctx, &claim, now)
+	}
+	if now.Before(until) {
+		return reconcile.Result{RequeueAfter: min(r.opts.ResyncPeriod, until.Sub(now))}, nil
 	}
 	return reconcile.Result{}, r.releaseClaim(ctx, &claim)
 }

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
@@ -93,22 +94,67 @@ func TestTenancy_AnAppBelongsToTheFirstNamespaceThatRegistersIt(t *testing.T) {
 	harness.Eventually(t, 2*time.Minute, "the owner's syncer Permitted True",
 		permitted(ctx, owner, "svc", metav1.ConditionTrue, ownership.ReasonClaimed, owner))
 
-	// A syncer without pods claims its app too: it is the namespace's
-	// declaration that it registers the app.
+	// A syncer without pods claims nothing: ownership is earned by
+	// registering, never by naming an app. Its Permitted condition says the
+	// app is free, and its first admitted pod claims it.
 	declared := uniqueApp(t, "declared")
 	third := optedInNamespace(ctx, t, "team-c")
 	if err := suite.c.Create(ctx, builders.Syncer(third, "declared", builders.AppName(declared))); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, time.Minute, "the claim of the syncer's app for its namespace", func() error {
-		if err := suite.c.Get(ctx, client.ObjectKey{Name: ownership.ClaimName(declared)}, &claim); err != nil {
-			return err
-		}
-		if claim.Spec.Namespace != third {
-			return fmt.Errorf("claimed for %s, want %s", claim.Spec.Namespace, third)
+	harness.Eventually(t, 2*time.Minute, "the syncer without pods Permitted, the app unclaimed",
+		permitted(ctx, third, "declared", metav1.ConditionTrue, ownership.ReasonUnclaimed, declared))
+	if err := suite.c.Get(ctx, client.ObjectKey{Name: ownership.ClaimName(declared)}, &claim); err == nil {
+		t.Fatalf("a syncer that registers nothing claimed %s for %s", declared, claim.Spec.Namespace)
+	}
+	if err := suite.c.Create(ctx, builders.Pod(third, "declared", builders.Restricted())); err != nil {
+		t.Fatalf("the first pod of an unclaimed app: %v", err)
+	}
+	if err := suite.c.Get(ctx, client.ObjectKey{Name: ownership.ClaimName(declared)}, &claim); err != nil || claim.Spec.Namespace != third {
+		t.Errorf("after the first pod: claim %+v (%v), want the app claimed for %s", claim.Spec, err, third)
+	}
+}
+
+// The squat measured on make run, at admission: a tenant names another
+// namespace's app in a syncer that selects nothing and is refused; while
+// the owner registers the app no more (its syncer deleted and made again,
+// a Recreate rollout), the claim is held for it: the squatter's pods are
+// still refused, the hold named, and the owner's next pod is admitted and
+// takes the claim up.
+func TestTenancy_AHeldClaimKeepsASquatterOut(t *testing.T) {
+	requireInjection(t)
+	ctx := context.Background()
+	withoutSharedApps(ctx, t)
+	app := uniqueApp(t, "probe")
+	probe, evil := optedInNamespace(ctx, t, "probe"), optedInNamespace(ctx, t, "evil")
+	if err := wantCreateRefused(ctx, t, app, probe, evil); err != nil {
+		t.Fatal(err)
+	}
+	// The owner's pods and syncer are gone; the manager holds the claim for
+	// it (written here as the reconciler does once the syncer's detach is
+	// done: the controller suite sees it do so against a real Eureka).
+	until := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	hold := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, eurekubev1alpha1.ClaimHeldUntilAnnotation, until)
+	if err := suite.c.Patch(ctx, &eurekubev1alpha1.EurekaAppClaim{ObjectMeta: metav1.ObjectMeta{Name: ownership.ClaimName(app)}}, client.RawPatch(types.MergePatchType, hold)); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, time.Minute, "the squatter's pod refused, the hold named", func() error {
+		err := suite.c.Create(ctx, builders.Pod(evil, "svc", builders.Restricted()))
+		if err == nil || !strings.Contains(err.Error(), "belongs to namespace "+probe) || !strings.Contains(err.Error(), "held for it until "+until) {
+			return fmt.Errorf("the squatter's pod: %v, want refused naming %s and the hold", err, probe)
 		}
 		return nil
 	})
+	if err := suite.c.Create(ctx, builders.Pod(probe, "svc", builders.Restricted())); err != nil {
+		t.Fatalf("the owner's pod under its held claim: %v", err)
+	}
+	var claim eurekubev1alpha1.EurekaAppClaim
+	if err := suite.c.Get(ctx, client.ObjectKey{Name: ownership.ClaimName(app)}, &claim); err != nil {
+		t.Fatal(err)
+	}
+	if claim.Spec.Namespace != probe || ownership.HeldUntil(&claim) != "" {
+		t.Errorf("claim %+v held until %q, want %s's, taken up by its pod", claim.Spec, ownership.HeldUntil(&claim), probe)
+	}
 }
 
 func TestTenancy_APolicyGrantsAnAppOnlyToTheNamespacesItNames(t *testing.T) {
