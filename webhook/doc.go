@@ -67,4 +67,17 @@
 //     syncer is never UP. Service-mode syncers inject nothing.
 //   - Nothing depends on the pod's name, which is empty for generateName
 //     pods at admission: the registrar learns it from the downward API.
+//   - Every registrar of every pod the webhook sees is read as the kubelet
+//     will run it (registrars.go): any container, init container or
+//     ephemeral container named eurekube-registrar or running a registrar
+//     image (by repository), env resolved in order, last one wins, $(VAR)
+//     expanded (expansion.go). What the webhook cannot read at admission
+//     (valueFrom, envFrom, command/args) or an identity other than the
+//     pod's own fieldRefs denies the pod; each registrar's app passes the
+//     ownership gate (ownership.go), which also decides elsewhere: Refuse
+//     from the reconciler's registry reads (Registries), fail closed. The
+//     pods the webhook is never called for are the placement policy's
+//     (manifests/registrar-image-policy).
+//   - The Secrets a syncer names are mounted only with their consent
+//     label, read as metadata (consent.go); otherwise the pod is denied.
 package webhook
