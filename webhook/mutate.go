@@ -314,7 +314,7 @@ func registrarAccepts(rendered []sidecar.EnvVar) error {
 // acceptedSettings keeps what sidecar.ParseInjected says of each
 // environment, up to maxAcceptedSettings of them: the settings the
 // webhook renders (registrarAccepts), then the same settings read back
-// from the pod it admits (injectedAppName).
+// from the pod it admits (registrars.go).
 var acceptedSettings = settingsVerdicts{verdicts: map[string]settingsVerdict{}}
 
 // maxAcceptedSettings bounds acceptedSettings: past it, it starts again
@@ -327,10 +327,11 @@ type settingsVerdicts struct {
 }
 
 // settingsVerdict is what sidecar.ParseInjected said of an environment:
-// the app it registers, or why the registrar would refuse it.
+// the settings (read only: shared by every pod of that environment), or
+// why the registrar would refuse them.
 type settingsVerdict struct {
-	appName string
-	err     error
+	settings sidecar.Config
+	err      error
 }
 
 // parse is sidecar.ParseInjected(env)'s app name and error, parsed once
@@ -344,7 +345,7 @@ func (c *settingsVerdicts) parse(env []sidecar.EnvVar) settingsVerdict {
 		return v
 	}
 	s, err := sidecar.ParseInjected(env)
-	v = settingsVerdict{appName: s.AppName, err: err}
+	v = settingsVerdict{settings: s, err: err}
 	c.mu.Lock()
 	if len(c.verdicts) >= maxAcceptedSettings {
 		clear(c.verdicts)
@@ -392,7 +393,7 @@ func injectedAppName(pod *corev1.Pod) (app string, ok bool) {
 		return "", false
 	}
 	v := acceptedSettings.parse(env)
-	return v.appName, v.err == nil
+	return v.settings.AppName, v.err == nil
 }
 
 // literalEnv is the literal variables of pod's registrar, nil without a

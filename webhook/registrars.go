@@ -33,7 +33,7 @@ type registrar struct {
 	// (spec.initContainers[0]).
 	Container, Field string
 	// Settings are what the registrar reads, the pod's identity standing
-	// in as placeholders (sidecar.ParseInjected).
+	// in as placeholders (sidecar.ParseInjected); shared, read only.
 	Settings sidecar.Config
 }
 
@@ -240,11 +240,11 @@ func readRegistrar(c podContainer) (registrar, error) {
 		}
 		literal = append(literal, sidecar.EnvVar{Name: name, Value: v.value})
 	}
-	settings, err := sidecar.ParseInjected(literal)
-	if err != nil {
-		return registrar{}, fail("", "the registrar would refuse its settings: %v", err)
+	v := acceptedSettings.parse(literal)
+	if v.err != nil {
+		return registrar{}, fail("", "the registrar would refuse its settings: %v", v.err)
 	}
-	return registrar{Container: c.name, Field: c.field, Settings: settings}, nil
+	return registrar{Container: c.name, Field: c.field, Settings: v.settings}, nil
 }
 
 // envValue is a variable of a container as the kubelet gives it.
