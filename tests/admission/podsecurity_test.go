@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
@@ -73,6 +74,14 @@ func TestInject_EurekaCredentialsAndTLSAreFilesOfTheRegistrarUnderRestricted(t *
 			ClientCertificateSecretRef: &corev1.LocalObjectReference{Name: "eureka-client"},
 		}
 	}))
+	// The Secrets consent to being sent to the syncer's servers; the
+	// webhook mounts none without it (attack_registrar_test.go).
+	for _, name := range []string{"eureka-login", "eureka-client"} {
+		if err := suite.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Labels: map[string]string{eurekubev1alpha1.EurekaCredentialsLabel: "true"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	pod := builders.Pod(ns, "ledger", builders.Restricted())
 	if err := suite.c.Create(ctx, pod); err != nil {
 		t.Fatalf("Pod Security refused the injected pod with the Eureka files: %v", err)
