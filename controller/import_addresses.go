@@ -18,8 +18,7 @@ import (
 // whose ipAddr is another team's pod or a ClusterIP. The rule:
 //
 //   - An address outside the cluster (no pod range, no Service range, no
-//     node's address, no running pod's IP) is a VM's or another cluster's:
-//     it is written.
+//     running pod's IP) is a VM's or another cluster's: it is written.
 //   - An address inside the cluster is written only when it is the IP of a
 //     running pod whose namespace may register the app itself
 //     (ownership.Checker, a dry run), and the import asks for this
@@ -30,14 +29,13 @@ import (
 // The pod and Service ranges are the manager's flags where given,
 // detected where the cluster tells otherwise (import_ranges.go). A pod's
 // IP counts as inside even where no range covers it (a CNI that gives
-// pods addresses of the nodes' network), and so does a node's address:
-// the kubelet and host-network pods listen there.
+// pods addresses of the nodes' network); a host-network pod's does not,
+// as it is its node's (import_ranges.go).
 
 // clusterRanges are the address ranges of this cluster: its pods' and its
-// Services', each with where it was learnt, and its nodes' addresses.
+// Services', each with where it was learnt.
 type clusterRanges struct {
 	pods, services []namedPrefix
-	nodes          map[netip.Addr]string // address → node name
 }
 
 // namedPrefix is a range and where it comes from ("--pod-cidr", "Node
@@ -59,9 +57,6 @@ func (c clusterRanges) inside(addr netip.Addr) string {
 		if p.prefix.Contains(addr) {
 			return fmt.Sprintf("in the Service range %s (%s)", p.prefix, p.from)
 		}
-	}
-	if node, ok := c.nodes[addr]; ok {
-		return fmt.Sprintf("the address of node %s", node)
 	}
 	return ""
 }

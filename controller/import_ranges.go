@@ -32,10 +32,14 @@ import (
 //     inside it. That is sound and wider than the range: a VM inside it
 //     but outside the real range is left out, named, until --service-cidr
 //     says the range.
-//   - Nodes' addresses (status.addresses, from the cache) always.
+//
+// Nodes' own addresses are not inside: what listens there serves the
+// node's network, as a VM does (the sandbox's VMs run on its node), and
+// a NetworkPolicy does not guard it either. Host-network pods are left
+// out of the pods by IP for the same reason.
 //
 // The Service ranges are read from the API server at most once a minute;
-// the nodes come from the manager's cache on each pass.
+// the nodes' podCIDRs come from the manager's cache on each pass.
 
 // serviceRangesTTL: how long a read of the Service ranges is used.
 const serviceRangesTTL = time.Minute
@@ -47,7 +51,10 @@ const podsByIP = "eurekube.io/pod-ip"
 func indexPodsByIP(ctx context.Context, mgr manager.Manager) error {
 	err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, podsByIP, func(o client.Object) []string {
 		p, ok := o.(*corev1.Pod)
-		if !ok || p.Status.Phase != corev1.PodRunning {
+		// A host-network pod's IP is its node's (the trimmed pod has no
+		// spec.hostNetwork; its IP equal to its host's says the same):
+		// not the pod's own, and shared with whatever else runs there.
+		if !ok || p.Status.Phase != corev1.PodRunning || p.Status.PodIP != "" && p.Status.PodIP == p.Status.HostIP {
 			return nil
 		}
 		var ips []string
@@ -86,18 +93,13 @@ func (s *rangeSource) ranges(ctx context.Context) (clusterRanges, error) {
 	if err := s.cache.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return out, fmt.Errorf("list nodes: %w", err)
 	}
-	out.nodes = map[netip.Addr]string{}
 	for _, n := range nodes.Items {
-		for _, a := range n.Status.Addresses {
-			if ip, err := netip.ParseAddr(a.Address); err == nil && (a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP) {
-				out.nodes[ip.Unmap()] = n.Name
-			}
+		if len(s.pods) > 0 {
+			break
 		}
-		if len(s.pods) == 0 {
-			for _, c := range n.Spec.PodCIDRs {
-				if p, err := netip.ParsePrefix(c); err == nil {
-					out.pods = append(out.pods, namedPrefix{prefix: p.Masked(), from: "node " + n.Name + "'s spec.podCIDRs"})
-				}
+		for _, c := range n.Spec.PodCIDRs {
+			if p, err := netip.ParsePrefix(c); err == nil {
+				out.pods = append(out.pods, namedPrefix{prefix: p.Masked(), from: "node " + n.Name + "'s spec.podCIDRs"})
 			}
 		}
 	}

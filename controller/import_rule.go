@@ -31,7 +31,7 @@ const (
 // address.
 var importRefusedInstances = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "eurekube_import_instances_refused",
-	Help: "Instances an import left out because their address is inside this cluster (its pod or Service ranges, a node's or a pod's IP) and not a pod of a namespace that may register the app (the AddressesAllowed condition names them).",
+	Help: "Instances an import left out because their address is inside this cluster (its pod or Service ranges, a running pod's IP) and not a pod of a namespace that may register the app (the AddressesAllowed condition names them).",
 }, []string{"namespace", "import"})
 
 func init() { metrics.Registry.MustRegister(importRefusedInstances) }

@@ -270,7 +270,7 @@ const (
 	ReasonLeasesExpired = "LeasesExpired"
 	// ConditionAddressesAllowed is false (reason InClusterAddress) when
 	// instances were left out because their address is inside this
-	// cluster (its pod or Service ranges, a node's or a pod's IP) and not
+	// cluster (its pod or Service ranges, a running pod's IP) and not
 	// a pod of a namespace that may register the app; the message counts
 	// and names them. An import never points into another namespace's
 	// pods.
