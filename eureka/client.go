@@ -95,14 +95,15 @@ func New(opts Options) (*Client, error) {
 	if len(opts.URLs) == 0 {
 		return nil, fmt.Errorf("%w: no Eureka server URL", ErrInvalid)
 	}
-	urls := make([]string, 0, len(opts.URLs))
-	for _, raw := range opts.URLs {
-		raw = strings.TrimSpace(raw)
-		if err := CheckServerURL(raw); err != nil {
-			return nil, fmt.Errorf("%w: Eureka server URL %q: %w", ErrInvalid, Redact(raw), err)
-		}
-		u, _ := url.Parse(raw)
-		urls = append(urls, strings.TrimSuffix(u.String(), "/"))
+	trimmed := make([]string, len(opts.URLs))
+	for i, raw := range opts.URLs {
+		trimmed[i] = strings.TrimSpace(raw)
+	}
+	// Requests are the canonical base URL followed by a path: every
+	// spelling of a server sends the same requests.
+	urls, err := ServerSet(trimmed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Eureka server %w", ErrInvalid, err)
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout

@@ -17,6 +17,13 @@ var ErrCredentialsInURL = errors.New("must not carry credentials (user:password@
 // commas, so a URL holds none.
 var errCommaInURL = errors.New("must not contain a comma, which separates the registrar's URLs: write it %2C")
 
+// ErrQueryOrFragmentInURL: a server URL carries a query (?) or a fragment
+// (#). Every request is built as the base URL followed by a path
+// (/apps/ORDERS), so a query or fragment in the base would swallow that
+// path: the request would go to the base itself, or carry the path as a
+// parameter.
+var ErrQueryOrFragmentInURL = errors.New("must not carry a query (?) or a fragment (#): requests are the base URL followed by a path, so write the base URL alone, such as http://eureka:8761/eureka")
+
 // errNotServerURL: a server URL that is not an absolute http(s) URL with a
 // host.
 var errNotServerURL = errors.New("want an absolute http:// or https:// URL with a host, such as http://eureka:8761/eureka")
@@ -24,10 +31,10 @@ var errNotServerURL = errors.New("want an absolute http:// or https:// URL with 
 // CheckServerURL is the one rule of a Eureka server's base URL, wherever one
 // enters: spec.eureka.serviceURLs of a syncer, the manager's --eureka-url,
 // the registrar's environment, New. The URL is absolute http or https, has
-// a host, and carries no credentials and no comma. The CRD's CEL rules on
-// serviceURLs say the same (a property test holds them together), so it
-// parses as the API server's CEL url library does: url.ParseRequestURI,
-// then url.Parse. The error says what is wrong, without the URL: the
+// a host, and carries no credentials, no query, no fragment and no comma.
+// The CRD's CEL rules on serviceURLs say the same (a property test holds
+// them together), so it parses as the API server's CEL url library does:
+// url.ParseRequestURI, then url.Parse. The error says what is wrong, without the URL: the
 // caller names it, through Redact.
 func CheckServerURL(raw string) error {
 	_, requestErr := url.ParseRequestURI(raw)
@@ -37,6 +44,9 @@ func CheckServerURL(raw string) error {
 	}
 	if u.User != nil {
 		return ErrCredentialsInURL
+	}
+	if strings.ContainsAny(raw, "?#") {
+		return ErrQueryOrFragmentInURL
 	}
 	if strings.Contains(raw, ",") {
 		return errCommaInURL

@@ -19,14 +19,14 @@ import (
 	"github.com/eurekube/eurekube/webhook/webhooktest"
 )
 
-func TestCheckServerURL_RefusesCredentialsNotAnAtSignElsewhere(t *testing.T) {
+func TestCheckServerURL_RefusesCredentialsNotAnAtSignInThePath(t *testing.T) {
 	for raw, want := range map[string]error{
 		"http://eureka:8761/eureka":                nil,
 		"https://eureka/eureka/":                   nil,
 		"http://[::1]:8761/eureka":                 nil,
 		"http://eureka/eureka/team@orders":         nil,
-		"http://eureka/eureka?owner=ops@example":   nil,
-		"http://eureka/eureka#a@b":                 nil,
+		"http://eureka/eureka?owner=ops@example":   eureka.ErrQueryOrFragmentInURL,
+		"http://eureka/eureka#a@b":                 eureka.ErrQueryOrFragmentInURL,
 		"http://orders:s3cret@eureka:8761/eureka":  eureka.ErrCredentialsInURL,
 		"http://orders@eureka:8761/eureka":         eureka.ErrCredentialsInURL,
 		"https://:s3cret@eureka/eureka":            eureka.ErrCredentialsInURL,
@@ -57,7 +57,9 @@ var serverURLParts = [][]string{
 // The CRD's CEL rules on spec.eureka.serviceURLs, as the API server runs
 // them, admit a URL exactly when CheckServerURL, which every other way in
 // (--eureka-url, the registrar, the client) follows, accepts it; and a URL
-// with credentials is refused with the message that points to the Secret.
+// with credentials is refused with the message that points to the Secret,
+// one with a query or a fragment with the message that names it (unless it
+// may hold a password) and says to write the base URL alone.
 func TestServerURL_CRDAndGoAgree(t *testing.T) {
 	var each func(prefix string, parts [][]string)
 	each = func(prefix string, parts [][]string) {
@@ -73,7 +75,7 @@ func TestServerURL_CRDAndGoAgree(t *testing.T) {
 }
 
 func FuzzServerURL_CRDAndGoAgree(f *testing.F) {
-	for _, seed := range []string{"http://orders:s3cret@eureka:8761/eureka", "http://eureka/a@b", "https://eureka?x=@", "http://[::1%25eth0]:80/"} {
+	for _, seed := range []string{"http://orders:s3cret@eureka:8761/eureka", "http://eureka/a@b", "https://eureka?x=@", "http://[::1%25eth0]:80/", "http://eureka/eureka?zone=a", "http://eureka:8761/e#apps", "http://u:p@e/?x"} {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -93,6 +95,16 @@ func crdAndGoAgree(t *testing.T, raw string) {
 	}
 	if errors.Is(goErr, eureka.ErrCredentialsInURL) && !strings.Contains(crdErr.Error(), "serviceURLs "+eureka.ErrCredentialsInURL.Error()) {
 		t.Fatalf("serviceURL %q: the CRD says %v, want %q", raw, crdErr, eureka.ErrCredentialsInURL)
+	}
+	// The value is named, but never one that may hold a password.
+	if errors.Is(goErr, eureka.ErrQueryOrFragmentInURL) {
+		named := "serviceURL " + raw + " " + eureka.ErrQueryOrFragmentInURL.Error()
+		if strings.Contains(raw, "@") {
+			named = "serviceURL " + eureka.ErrQueryOrFragmentInURL.Error()
+		}
+		if !strings.Contains(crdErr.Error(), named) {
+			t.Fatalf("serviceURL %q: the CRD says %v, want %q", raw, crdErr, named)
+		}
 	}
 }
 

@@ -231,13 +231,17 @@ type EurekaServers struct {
 	// ServiceURLs are the Eureka servers' base URLs, such as
 	// http://eureka:8761/eureka. The registrar fails over across them in
 	// order. Defaults to the manager's --eureka-url flags. A URL carries no
-	// credentials (user:password@): they come from CredentialsSecretRef.
+	// credentials (user:password@): they come from CredentialsSecretRef;
+	// and no query (?) or fragment (#): requests are the URL followed by a
+	// path. Spellings of one server (case, default port, trailing slash)
+	// share one registry read.
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	// +kubebuilder:validation:items:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="self.all(u, isURL(u) && (url(u).getScheme() == 'http' || url(u).getScheme() == 'https') && url(u).getHostname() != '')",message="every serviceURL must be an absolute http:// or https:// URL with a host, such as http://eureka:8761/eureka"
 	// +kubebuilder:validation:XValidation:rule="self.all(u, !u.matches('^[^:/?#]*://[^/?#]*@'))",message="serviceURLs must not carry credentials (user:password@): put them in a Secret named by spec.eureka.credentialsSecretRef"
 	// +kubebuilder:validation:XValidation:rule="self.all(u, !u.contains(','))",message="serviceURLs must not contain a comma, which separates the registrar's URLs: write it %2C"
+	// +kubebuilder:validation:XValidation:rule="self.all(u, !u.contains('?') && !u.contains('#'))",messageExpression="'serviceURL' + self.filter(u, u.contains('?') || u.contains('#')).map(u, u.contains('@') ? '' : ' ' + u)[0] + ' must not carry a query (?) or a fragment (#): requests are the base URL followed by a path, so write the base URL alone, such as http://eureka:8761/eureka'"
 	ServiceURLs []string `json:"serviceURLs,omitempty"`
 
 	// CredentialsSecretRef names a Secret of this namespace with the keys
