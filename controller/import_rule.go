@@ -53,7 +53,10 @@ type importAddressRule struct {
 	includeRefusal string
 }
 
-// addressRule reads what imp's address rule needs.
+// addressRule reads what imp's address rule needs: the ranges and the
+// verdict on imp's own namespace now (an error keeps the endpoints as
+// they are), the pods and their namespaces' verdicts as the rule asks (a
+// read that fails then refuses the address: it fails closed).
 func (r *importReconciler) addressRule(ctx context.Context, imp *v1alpha1.EurekaImport) (importAddressRule, error) {
 	ranges, err := r.ranges.ranges(ctx)
 	if err != nil {

@@ -176,7 +176,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if err != nil {
 		// The slices stay as last written: nothing serving is emptied
 		// because the manager could not tell what is inside the cluster.
-		set(v1alpha1.ConditionSynced, false, reasonRangesUnknown, fmt.Sprintf("the cluster's pod and Service ranges could not be read, so no address is written (the endpoints are kept as last written): %v", err))
+		set(v1alpha1.ConditionSynced, false, reasonRangesUnknown, fmt.Sprintf("which addresses are inside the cluster, or who may register %s, could not be read, so nothing is written (the endpoints are kept as last written): %v", imp.EffectiveApp(), err))
 		if _, serr := r.finishImport(ctx, &imp, before); serr != nil {
 			err = errors.Join(err, serr)
 		}
