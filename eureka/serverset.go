@@ -54,8 +54,17 @@ func CanonicalServerURL(raw string) (string, error) {
 		host = "[" + host + "]"
 	}
 	base := (&url.URL{Scheme: u.Scheme, Host: host}).String()
-	path := strings.TrimRight(removeDotSegments(normalizeEscapes(u.EscapedPath())), "/")
-	return base + path, nil
+	// EscapedPath re-escapes a path whose escapes are not all valid, and
+	// leaves a comma (from %2C) bare, which no server URL may hold.
+	path := strings.ReplaceAll(u.EscapedPath(), ",", "%2C")
+	path = strings.TrimRight(removeDotSegments(normalizeEscapes(path)), "/")
+	canonical := base + path
+	if CheckServerURL(canonical) != nil {
+		// An IPv6 zone that is not UTF-8 does not parse once escaped: such
+		// a URL is its own spelling.
+		return raw, nil
+	}
+	return canonical, nil
 }
 
 // ServerSet returns the server set of urls: each in its canonical form
