@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -21,10 +20,16 @@ import (
 //
 // Event types: Warning for what can cost calls or keep a pod out of Eureka
 // (DrainDisabled, PortNotDeclared, PreStopDropped, PodMeantToFinish,
-// AdaptationsUnreadable, and any reason this reconciler does not know, so
-// that nothing new passes quietly); Normal for adaptations that keep the
-// promise (PreStopComposed, RegistrarPortMoved, HostNetwork). A reason that
-// disappears gets one Normal Event saying so.
+// AdaptationsUnreadable, and UnknownAdaptations, so that nothing new passes
+// quietly); Normal for adaptations that keep the promise (PreStopComposed,
+// RegistrarPortMoved, HostNetwork). A reason that disappears gets one Normal
+// Event saying so.
+//
+// Anyone who may edit a pod may write its annotation: only the reasons the
+// webhook writes (AdaptationReason.Known) count as themselves; all others
+// count once, under UnknownAdaptations, so that the status entries, Event
+// reasons and metric series of a syncer are a fixed set whatever its pods
+// say.
 
 // normalAdaptations are the reasons reported as Normal events.
 var normalAdaptations = map[v1alpha1.AdaptationReason]bool{
@@ -32,10 +37,6 @@ var normalAdaptations = map[v1alpha1.AdaptationReason]bool{
 	v1alpha1.AdaptationRegistrarPortMoved: true,
 	v1alpha1.AdaptationHostNetwork:        true,
 }
-
-// validReason bounds what a pod annotation (editable after admission) can
-// put into an Event reason and a metric label.
-var validReason = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,62}$`)
 
 // maxAdaptationMessage bounds one example message in the status.
 const maxAdaptationMessage = 1024
@@ -79,15 +80,21 @@ func podAdaptations(pod *corev1.Pod) []v1alpha1.Adaptation {
 	}
 	seen := map[v1alpha1.AdaptationReason]bool{}
 	out := make([]v1alpha1.Adaptation, 0, len(list))
+	var unknown []string
 	for _, a := range list {
-		if !validReason.MatchString(string(a.Reason)) {
-			a = v1alpha1.Adaptation{Reason: v1alpha1.AdaptationsUnreadable,
-				Message: fmt.Sprintf("annotation %s: reason %q is not a reason the webhook writes (was it edited?)", v1alpha1.AdaptationsAnnotation, truncate(string(a.Reason), 64))}
+		if !a.Reason.Known() {
+			unknown = append(unknown, string(a.Reason))
+			continue
 		}
 		if !seen[a.Reason] {
 			seen[a.Reason] = true
 			out = append(out, a)
 		}
+	}
+	if len(unknown) > 0 {
+		out = append(out, v1alpha1.Adaptation{Reason: v1alpha1.AdaptationUnknown,
+			Message: fmt.Sprintf("annotation %s: %d reason(s) the webhook does not write, such as %q, counted here alone (was the annotation edited, or written by a newer Eurekube?)",
+				v1alpha1.AdaptationsAnnotation, len(unknown), truncate(unknown[0], 64))})
 	}
 	return out
 }

@@ -1,8 +1,11 @@
 package controller
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 )
@@ -61,6 +64,55 @@ func TestEventTypes_WarningForWhatCanCostCalls(t *testing.T) {
 	} {
 		if got := adaptationEventType(reason); got != want {
 			t.Errorf("%s: %s, want %s", reason, got, want)
+		}
+	}
+}
+
+// A tenant who writes a thousand reasons of their own on their pods gets
+// one entry for all of them, beside the known ones: the status, the Events
+// and the gauge of a syncer have a fixed set of reasons.
+func TestAggregateAdaptations_UnknownReasonsCountOnceUnderOneReason(t *testing.T) {
+	var pods []*corev1.Pod
+	for p := range 3 {
+		list := []v1alpha1.Adaptation{{Reason: v1alpha1.AdaptationPreStopComposed, Message: "composed"}}
+		for i := range 1000 {
+			list = append(list, v1alpha1.Adaptation{Reason: v1alpha1.AdaptationReason(fmt.Sprintf("Attack%dOn%d", i, p)), Message: strings.Repeat("x", 2000)})
+		}
+		pods = append(pods, &corev1.Pod{})
+		pods[p].Name = fmt.Sprintf("orders-%d", p)
+		pods[p].Annotations = map[string]string{v1alpha1.AdaptationsAnnotation: v1alpha1.EncodeAdaptations(list)}
+	}
+	got := aggregateAdaptations(pods)
+	var reasons []string
+	for _, a := range got {
+		reasons = append(reasons, fmt.Sprintf("%s=%d", a.Reason, a.Pods))
+		if len(a.Message) > maxAdaptationMessage {
+			t.Errorf("%s: a message of %d bytes", a.Reason, len(a.Message))
+		}
+	}
+	if want := "PreStopComposed=3 UnknownAdaptations=3"; strings.Join(reasons, " ") != want {
+		t.Fatalf("adaptations %s, want %s", reasons, want)
+	}
+	if msg := got[1].Message; !strings.Contains(msg, "1001 reason(s)") && !strings.Contains(msg, "1000 reason(s)") {
+		t.Errorf("UnknownAdaptations says %q, want how many", msg)
+	}
+	if len(adaptationEvents(nil, got)) != 2 {
+		t.Errorf("events %v, want one per reason", adaptationEvents(nil, got))
+	}
+}
+
+// Every reason the webhook writes is known; nothing else is.
+func TestAdaptationReason_KnownAreTheWebhooksReasons(t *testing.T) {
+	for _, r := range []v1alpha1.AdaptationReason{v1alpha1.AdaptationPreStopComposed, v1alpha1.AdaptationPreStopDropped, v1alpha1.AdaptationDrainDisabled,
+		v1alpha1.AdaptationRegistrarPortMoved, v1alpha1.AdaptationPortNotDeclared, v1alpha1.AdaptationHostNetwork, v1alpha1.AdaptationMeantToFinish,
+		v1alpha1.AdaptationUnsupportedOS, v1alpha1.AdaptationDrainAdded} {
+		if !r.Known() {
+			t.Errorf("%s is not known", r)
+		}
+	}
+	for _, r := range []v1alpha1.AdaptationReason{"", "SomethingNew", "prestopcomposed", v1alpha1.AdaptationUnknown, v1alpha1.AdaptationsUnreadable} {
+		if r.Known() {
+			t.Errorf("%q is known", r)
 		}
 	}
 }

@@ -152,9 +152,10 @@ func TestCountPods_AggregatesAdaptationsPerReason(t *testing.T) {
 	)
 	got := count(pods, "").adaptations
 	want := []v1alpha1.PodAdaptations{
-		{Reason: v1alpha1.AdaptationsUnreadable, Pods: 2, ExamplePods: []string{"orders-10", "orders-9"}},
+		{Reason: v1alpha1.AdaptationsUnreadable, Pods: 1, ExamplePods: []string{"orders-9"}},
 		{Reason: v1alpha1.AdaptationPortNotDeclared, Pods: 1, Message: noPort.Message, ExamplePods: []string{"orders-8"}},
 		{Reason: v1alpha1.AdaptationPreStopComposed, Pods: 8, Message: composed.Message, ExamplePods: []string{"orders-1", "orders-2", "orders-3", "orders-4", "orders-5"}},
+		{Reason: v1alpha1.AdaptationUnknown, Pods: 1, ExamplePods: []string{"orders-10"}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("adaptations %+v, want %+v", got, want)

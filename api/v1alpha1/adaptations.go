@@ -41,6 +41,24 @@ const (
 	AdaptationDrainAdded AdaptationReason = "DrainAdded"
 )
 
+// AdaptationUnknown is the one reason under which the reconciler counts a
+// pod's adaptations whose reason is none of the constants above: the
+// annotation is the pod's, writable by whoever may edit the pod, so a
+// reason the webhook does not write never becomes a status entry, an Event
+// reason or a metric series of its own.
+const AdaptationUnknown AdaptationReason = "UnknownAdaptations"
+
+// Known says whether r is one of the reasons the webhook writes (the
+// constants above).
+func (r AdaptationReason) Known() bool {
+	switch r {
+	case AdaptationPreStopComposed, AdaptationPreStopDropped, AdaptationDrainDisabled, AdaptationRegistrarPortMoved,
+		AdaptationPortNotDeclared, AdaptationHostNetwork, AdaptationMeantToFinish, AdaptationUnsupportedOS, AdaptationDrainAdded:
+		return true
+	}
+	return false
+}
+
 // Adaptation is one thing the webhook adapted or could not do for a pod.
 type Adaptation struct {
 	// Reason is the cause.
