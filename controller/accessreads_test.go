@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
-	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/internal/builders"
 )
 
@@ -39,8 +38,7 @@ func newReadsFixture() *readsFixture {
 	reads.now = func() time.Time { return f.now }
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	f.clients = &clients{reads: reads, defaults: []string{"http://eureka.invalid:8761/eureka"}, maxAge: time.Minute, log: log,
-		byKey: map[[32]byte]*eureka.RegistryCache{}}
+	f.clients = &clients{reads: reads, defaults: []string{"http://eureka.invalid:8761/eureka"}, maxAge: time.Minute, log: log}
 	return f
 }
 

@@ -40,5 +40,9 @@ func configReason(err error) string {
 	if errors.As(err, &nc) {
 		return reasonSecretNotConsented
 	}
+	var capped *serverSetCapError
+	if errors.As(err, &capped) {
+		return reasonServerSetCap
+	}
 	return reasonEurekaConfig
 }

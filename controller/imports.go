@@ -115,6 +115,9 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			forgetImportMetrics(req.Namespace, req.Name)
 			forgetRefusedMetric(req.Namespace, req.Name)
 			r.follow.forget(req.NamespacedName)
+			gone := &v1alpha1.EurekaImport{}
+			gone.Namespace, gone.Name = req.Namespace, req.Name
+			r.clients.release(client.ObjectKeyFromObject(importAsSyncer(gone)))
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}

@@ -39,6 +39,14 @@ var (
 		Name: "eurekube_import_endpoints",
 		Help: "Endpoints of an import's EndpointSlices, by condition (ready: instances UP; total: every instance imported), as last written; kept as they are while Eureka cannot be read.",
 	}, []string{"namespace", "import", "condition"})
+	registryCachesGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eurekube_eureka_registry_caches",
+		Help: "Registry caches the manager holds (each a copy of a registry), by Eureka server set in canonical form; more than one only where readers of one set use different credentials or TLS material. Their total is capped by --max-eureka-server-sets.",
+	}, []string{"servers"})
+	registryReadersGauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "eurekube_eureka_registry_readers",
+		Help: "Syncers and imports reading a registry cache, by Eureka server set in canonical form.",
+	}, []string{"servers"})
 	eurekaRequests = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "eurekube_eureka_request_duration_seconds",
 		Help:    "Eureka requests of the reconciler, by operation and result.",
@@ -47,7 +55,19 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(instancesGauge, orphansRemoved, adaptationsGauge, syncedGauge, outdatedGauge, importEndpointsGauge, eurekaRequests)
+	metrics.Registry.MustRegister(instancesGauge, orphansRemoved, adaptationsGauge, syncedGauge, outdatedGauge, importEndpointsGauge, eurekaRequests,
+		registryCachesGauge, registryReadersGauge)
+}
+
+// setServerSetGauges publishes the registry caches held and their readers,
+// by server set (clients.publish).
+func setServerSetGauges(caches, readers map[string]int) {
+	registryCachesGauge.Reset()
+	registryReadersGauge.Reset()
+	for servers, n := range caches {
+		registryCachesGauge.WithLabelValues(servers).Set(float64(n))
+		registryReadersGauge.WithLabelValues(servers).Set(float64(readers[servers]))
+	}
 }
 
 // requestObserver feeds eurekaRequests; it implements eureka.Observer.

@@ -97,6 +97,16 @@ func (r *Reconciler) observe(ctx context.Context, s *v1alpha1.EurekaSyncer) (obs
 	}
 	if obs.notAllowed != nil {
 		obs.eurekaErr, obs.eurekaReason = errNotContacted, obs.notAllowed.Reason
+		r.clients.release(client.ObjectKeyFromObject(s))
+		return obs, nil, nil
+	}
+	refused, err := r.ownershipRefusesReading(ctx, s)
+	if err != nil {
+		return observed{}, nil, err
+	}
+	if refused != "" {
+		obs.eurekaErr, obs.eurekaReason = errNotContacted, refused
+		r.clients.release(client.ObjectKeyFromObject(s))
 		return obs, nil, nil
 	}
 	cache, err := r.clients.forSyncer(ctx, s)

@@ -69,6 +69,10 @@ type Options struct {
 	// PatternCap caps the apps one pattern import imports; zero is
 	// DefaultMaxPatternApps.
 	PatternCap int
+	// MaxServerSets caps the Eureka server sets (with their credentials
+	// and TLS material) whose registries the manager holds at once
+	// (--max-eureka-server-sets); zero is DefaultMaxServerSets (eureka.go).
+	MaxServerSets int
 	// EurekaTimeout bounds one Eureka request (default: the eureka
 	// package's).
 	EurekaTimeout time.Duration
@@ -174,7 +178,7 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 		selectors:    &selectors{},
 		clients: &clients{
 			reads: newAccessReads(mgr.GetAPIReader()), grant: o.Grant, defaults: o.Defaults.EurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
-			log: o.Logger, observer: requestObserver{}, byKey: map[[32]byte]*eureka.RegistryCache{},
+			maxSets: o.MaxServerSets, log: o.Logger, observer: requestObserver{},
 		},
 	}
 }
@@ -314,6 +318,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			r.detachClocks.stop(req.NamespacedName)
 			r.drifts.forget(req.NamespacedName)
 			r.selectors.forget(req.NamespacedName)
+			r.clients.release(req.NamespacedName)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}

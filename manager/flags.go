@@ -111,6 +111,9 @@ type Config struct {
 	// ClaimHold is how long an EurekaAppClaim is held for a namespace that
 	// registers its app no more, before another namespace may claim it.
 	ClaimHold time.Duration
+	// MaxServerSets caps the Eureka server sets (with their credentials
+	// and TLS material) whose registries the manager holds at once.
+	MaxServerSets int
 
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
@@ -176,6 +179,7 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.StringSliceVar(&cfg.PodCIDRs, "pod-cidr", nil, "range of this cluster's pod IPs, either family: an EurekaImport writes no address inside it but pods' of namespaces that may register the app (repeatable or comma-separated; default: the nodes' spec.podCIDRs)")
 	fs.StringSliceVar(&cfg.ServiceCIDRs, "service-cidr", nil, "range of this cluster's ClusterIPs, either family: an EurekaImport writes no address inside it (repeatable or comma-separated; default: the ServiceCIDR objects, else the /12 or /108 around Service default/kubernetes' ClusterIP)")
 	fs.IntVar(&cfg.MaxPatternApps, "max-pattern-apps", controller.DefaultMaxPatternApps, "most apps one pattern EurekaImport (spec.app with '*') imports; past it the first are kept and the rest named in its AppsWithinCap condition")
+	fs.IntVar(&cfg.MaxServerSets, "max-eureka-server-sets", controller.DefaultMaxServerSets, "most distinct Eureka server sets (in canonical form, with their credentials and TLS material) whose registries the manager holds at once, each a copy of a registry; a syncer or import past it reads nothing and says so in its EurekaReachable condition")
 	fs.DurationVar(&cfg.ClaimHold, "claim-hold", controller.DefaultClaimHold, "how long an EurekaAppClaim is held for a namespace that registers its app no more, before another namespace may claim it")
 
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -221,6 +225,9 @@ func (c Config) Validate() error {
 	}
 	if _, err := parseCIDRs("--service-cidr", c.ServiceCIDRs); err != nil {
 		errs = append(errs, err)
+	}
+	if c.MaxServerSets < 1 {
+		errs = append(errs, fmt.Errorf("--max-eureka-server-sets %d: want at least 1 (the --eureka-url servers are one; default %d)", c.MaxServerSets, controller.DefaultMaxServerSets))
 	}
 	if c.MaxPatternApps < 0 {
 		errs = append(errs, fmt.Errorf("--max-pattern-apps %d: want a positive number of apps (0: the default, %d)", c.MaxPatternApps, controller.DefaultMaxPatternApps))

@@ -243,6 +243,7 @@ func setupControllers(mgr manager.Manager, cfg Config, clusterID string, registr
 		ServiceCIDRs:  cfg.serviceCIDRs(),
 		PatternCap:    cfg.MaxPatternApps,
 		ClaimHold:     cfg.ClaimHold,
+		MaxServerSets: cfg.MaxServerSets,
 		Defaults:      webhookDefaults(cfg, clusterID),
 		Grant:         cfg.Grant(),
 		AppIndexed:    true, // by Run
