@@ -168,3 +168,70 @@ func TestAdaptations_OneEventPerReasonStatusEntriesAndAGauge(t *testing.T) {
 		return nil
 	})
 }
+
+// A tenant who may edit their pods writes a thousand reasons of their own
+// into eurekube.io/adaptations: the syncer's status, its Events and its
+// gauge count them once, under UnknownAdaptations, beside the known
+// reasons; nothing grows with what the tenant writes.
+func TestAdaptations_AThousandReasonsOfATenantCountOnceAsUnknown(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	list := []v1alpha1.Adaptation{{Reason: v1alpha1.AdaptationPreStopComposed, Message: "container app: its own preStop (exec) runs, then the 100 s drain"}}
+	for i := range 1000 {
+		list = append(list, v1alpha1.Adaptation{Reason: v1alpha1.AdaptationReason(fmt.Sprintf("Tenant%04d", i)), Message: "written by hand"})
+	}
+	annotations := map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusInjected, v1alpha1.SyncerAnnotation: "notes",
+		v1alpha1.DrainAnnotation: "100", v1alpha1.AdaptationsAnnotation: v1alpha1.EncodeAdaptations(list)}
+	for i := range 2 {
+		podShape{ns: ns, app: "notes", name: fmt.Sprintf("notes-%d", i), ip: fmt.Sprintf("10.0.9.%d", i+1), registrar: true, ready: true, annotations: annotations}.create(t)
+	}
+	s := newSyncer(t, ns, "notes")
+
+	harness.Eventually(t, patience, "the known reason, and one entry for the others", func() error {
+		got, err := getSyncer(s)
+		if err != nil {
+			return err
+		}
+		var entries []string
+		for _, a := range got.Status.Adaptations {
+			entries = append(entries, fmt.Sprintf("%s=%d", a.Reason, a.Pods))
+		}
+		if want := "PreStopComposed=2 UnknownAdaptations=2"; strings.Join(entries, " ") != want {
+			return fmt.Errorf("adaptations %v, want %s", entries, want)
+		}
+		return nil
+	})
+	harness.Eventually(t, patience, "one gauge series per reason", func() error {
+		got, err := gaugeSeries("eurekube_syncer_pod_adaptations", func(l map[string]string) (string, bool) {
+			return l["reason"], l["namespace"] == ns && l["syncer"] == s.Name
+		})
+		if err != nil || fmt.Sprint(got) != "map[PreStopComposed:2 UnknownAdaptations:2]" {
+			return fmt.Errorf("eurekube_syncer_pod_adaptations = %v, %v", got, err)
+		}
+		return nil
+	})
+	harness.Eventually(t, patience, "one Event per reason, the unknown one a Warning saying how many", func() error {
+		var events corev1.EventList
+		if err := k8s.List(ctx, &events, &clientInNamespace{ns}); err != nil {
+			return err
+		}
+		reasons := map[string]string{}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == s.Name && e.Reason != "SyncFailed" {
+				if _, dup := reasons[e.Reason]; dup {
+					return fmt.Errorf("two %s events", e.Reason)
+				}
+				reasons[e.Reason] = e.Type + " " + e.Message
+			}
+		}
+		for reason := range reasons {
+			if strings.HasPrefix(reason, "Tenant") {
+				return fmt.Errorf("an Event with reason %s: %v", reason, reasons)
+			}
+		}
+		if u := reasons["UnknownAdaptations"]; !strings.HasPrefix(u, "Warning") || !strings.Contains(u, "1000 reason(s) the webhook does not write") {
+			return fmt.Errorf("UnknownAdaptations event %q", u)
+		}
+		return nil
+	})
+}
