@@ -37,6 +37,13 @@ const (
 	// patternAppGrace: an app that left Eureka keeps its pattern import
 	// this long (the default's five minutes would make its test wait).
 	patternAppGrace = 5 * time.Second
+	// maxPatternApps caps a pattern import's apps (the default's 200
+	// would make its test register that many).
+	maxPatternApps = 3
+	// maxServerSets caps the server sets the manager reads (the default's
+	// 32 would make its test make that many); the suite's other tests use
+	// a few.
+	maxServerSets = 12
 )
 
 var (
@@ -94,7 +101,7 @@ func TestMain(m *testing.M) {
 		log := logrus.New()
 		log.SetOutput(io.Discard)
 		if err := controller.Setup(mgr, controller.Options{
-			ClusterID: clusterID, ResyncPeriod: resync, EurekaTimeout: time.Second, DetachTimeout: detachTimeout, ClaimGrace: claimGrace, PatternAppGrace: patternAppGrace,
+			ClusterID: clusterID, ResyncPeriod: resync, EurekaTimeout: time.Second, DetachTimeout: detachTimeout, ClaimGrace: claimGrace, PatternAppGrace: patternAppGrace, PatternCap: maxPatternApps, MaxServerSets: maxServerSets,
 			Defaults: webhook.Defaults{EurekaURLs: []string{"http://" + proxy.Addr() + "/eureka"}, ClusterID: clusterID, Allowed: localEureka()}, Logger: log,
 		}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
