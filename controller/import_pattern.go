@@ -382,6 +382,7 @@ func (r *importReconciler) reconcilePattern(ctx context.Context, imp *v1alpha1.E
 	// registry is read; each app's import is checked against the policy
 	// by the single-app path.
 	if err := r.opts.Defaults.CheckAllowed(importAsSyncer(imp)); err != nil {
+		r.clients.release(client.ObjectKeyFromObject(importAsSyncer(imp))) // a refused import reads nothing
 		set(v1alpha1.ConditionPermitted, false, reasonImportNotAllowed, err.Error())
 		set(v1alpha1.ConditionSynced, false, reasonImportNotAllowed, "nothing is read, and the apps' imports are left as they are: see the Permitted condition")
 		return r.finishImport(ctx, imp, before)

@@ -152,6 +152,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	set := importConditionSetter(&imp)
 
 	if refusal := r.importRefusal(ctx, &imp); refusal != nil {
+		r.clients.release(client.ObjectKeyFromObject(importAsSyncer(&imp))) // a refused import reads nothing
 		set(v1alpha1.ConditionPermitted, false, refusal.reason, refusal.message)
 		set(v1alpha1.ConditionSynced, false, refusal.reason, "nothing is read from Eureka and nothing is imported: see the Permitted condition")
 		// A refused import reads nothing: it stops following its
