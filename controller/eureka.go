@@ -84,7 +84,7 @@ type serverSetCapError struct {
 
 func (e *serverSetCapError) Error() string {
 	return fmt.Sprintf("not read: the manager already reads %d distinct Eureka server sets (with their credentials and TLS material), its cap (%s=%d), and %s would be one more; "+
-		"name the same servers (and Secret) as an existing syncer, or have the platform team raise %s",
+		"name the same servers (and Secret) as an existing syncer, or have the platform team raise %s (Helm value manager.maxEurekaServerSets)",
 		e.max, MaxServerSetsFlag, e.max, strings.Join(e.servers, ", "), MaxServerSetsFlag)
 }
 

@@ -31,6 +31,7 @@ func TestValues_ManagerSettingsBecomeItsFlags(t *testing.T) {
 		"--cluster-id=prod-eu",
 		"--resync-period=1m",
 		"--eureka-timeout=3s",
+		"--max-eureka-server-sets=8",
 		// The flag replaces the manager's default list, so kube-system is
 		// named again.
 		"--excluded-namespace=kube-system",
@@ -57,7 +58,7 @@ func TestValues_ManagerSettingsBecomeItsFlags(t *testing.T) {
 		var d appsv1.Deployment
 		render(t, releaseNamespace, "").typed(t, "Deployment", "eurekube-manager", &d)
 		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
-			for _, flag := range []string{"--eureka-url", "--default-drain", "--cluster-id", "--resync-period", "--eureka-timeout", "--excluded-namespace", "--exec-sleep-fallback", "--log-level"} {
+			for _, flag := range []string{"--eureka-url", "--default-drain", "--cluster-id", "--resync-period", "--eureka-timeout", "--max-eureka-server-sets", "--excluded-namespace", "--exec-sleep-fallback", "--log-level"} {
 				if strings.HasPrefix(a, flag) {
 					t.Errorf("default values set %s", a)
 				}
