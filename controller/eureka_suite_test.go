@@ -14,7 +14,6 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/internal/builders"
-	"github.com/eurekube/eurekube/internal/ownership"
 	"github.com/eurekube/eurekube/tests/harness"
 )
 
@@ -208,25 +207,26 @@ func TestServerSets_PastTheCapAConditionAndNoRead(t *testing.T) {
 	})
 }
 
-// A tenant names another namespace's app: its syncer is refused by
-// ownership, and the servers it names never get a request, through a
+// A tenant names an app the platform's policy grants another namespace:
+// its syncer is refused by ownership, and the servers it names never get a request, through a
 // change of its spec too.
 func TestServerSets_ASyncerRefusedByOwnershipReadsNothing(t *testing.T) {
 	ctx := context.Background()
 	owner, evil := newNamespace(t), newNamespace(t)
 	harness.SuspendSharedApps(ctx, t, k8s)
 	app := "LEDGER-" + strings.ToUpper(owner[len(owner)-5:])
-	claim := ownership.NewClaim(app, owner)
-	if err := k8s.Create(ctx, claim); err != nil {
+	policy := &v1alpha1.EurekaAppPolicy{ObjectMeta: metav1.ObjectMeta{Name: strings.ToLower(app)},
+		Spec: v1alpha1.EurekaAppPolicySpec{Apps: []string{app}, Namespaces: []string{owner}}}
+	if err := k8s.Create(ctx, policy); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = k8s.Delete(context.Background(), claim) })
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), policy) })
 	e := newCountingEureka(t)
 	s := builders.Syncer(evil, "squat", builders.AppName(app), builders.EurekaURLs(e.URL+"/eureka"))
 	if err := k8s.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, patience, "refused, naming the owner", permitted(s, metav1.ConditionFalse, "", "namespace "+owner))
+	harness.Eventually(t, patience, "refused, naming the policy", permitted(s, metav1.ConditionFalse, "", policy.Name))
 	harness.Eventually(t, patience, "EurekaReachable False: not contacted", reachable(s, metav1.ConditionFalse, "", "not contacted"))
 	patchSpec(t, s, `{"metadata":{"zone":"zone-b"}}`)
 	harness.Eventually(t, patience, "the changed spec reconciled, still refused", func() error {
