@@ -185,6 +185,20 @@ func TestAdaptations_AThousandReasonsOfATenantCountOnceAsUnknown(t *testing.T) {
 	for i := range 2 {
 		podShape{ns: ns, app: "notes", name: fmt.Sprintf("notes-%d", i), ip: fmt.Sprintf("10.0.9.%d", i+1), registrar: true, ready: true, annotations: annotations}.create(t)
 	}
+	// Both pods in the manager's cache before the syncer: each reason is
+	// reported once, for both.
+	harness.Eventually(t, patience, "the manager's cache holds the pods", func() error {
+		var list corev1.PodList
+		if err := mgr.GetClient().List(ctx, &list, &clientInNamespace{ns}); err != nil || len(list.Items) != 2 {
+			return fmt.Errorf("%d pods cached, %v", len(list.Items), err)
+		}
+		for _, p := range list.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("pod %s %s in the cache", p.Name, p.Status.Phase)
+			}
+		}
+		return nil
+	})
 	s := newSyncer(t, ns, "notes")
 
 	harness.Eventually(t, patience, "the known reason, and one entry for the others", func() error {
