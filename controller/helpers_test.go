@@ -129,6 +129,7 @@ func admitted(t *testing.T, s *v1alpha1.EurekaSyncer, name, ip string) *corev1.P
 	ctx := context.Background()
 	pod, _, err := webhook.Mutate(webhooktest.SpringBootPod(s.Namespace, name), webhook.Config{Syncer: s, Defaults: webhook.Defaults{
 		RegistrarImage: "eurekube/registrar:test", ClusterID: clusterID, PreStopSleepSeconds: 100, RegistrarPort: 9901,
+		EurekaURLs: []string{"http://" + proxy.Addr() + "/eureka"}, // as the suite's manager gives
 	}})
 	if err != nil {
 		t.Fatal(err)
