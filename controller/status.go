@@ -137,6 +137,8 @@ func synced(s *v1alpha1.EurekaSyncer, obs *observed, up int32, injected metav1.C
 		c.Reason, c.Message = reasonDetaching, detachingMessage(obs)
 	case obs.notAllowed != nil:
 		c.Reason, c.Message = obs.notAllowed.Reason, "nothing is synced: see the Permitted condition"
+	case errors.Is(obs.eurekaErr, errNotContacted): // refused by app ownership: nothing read
+		c.Reason, c.Message = obs.eurekaReason, "nothing is synced, and no Eureka server is contacted: see the Permitted condition"
 	case obs.eurekaErr != nil:
 		c.Reason, c.Message = obs.eurekaReason, "Eureka could not be read: see the EurekaReachable condition"
 	case obs.service.active:

@@ -110,6 +110,12 @@ func TestNextStatus(t *testing.T) {
 		want: want{selected: 2, injected: 2, ready: 2, registered: 2, up: 2, readyColumn: "2/2", synced: "False", reachable: "True", injectedCond: "True",
 			syncedReason: ownership.ReasonOwnedElsewhere, mentions: []string{"2 pod(s) selected, 2 ready, 2 instance(s) UP", "the 2 pod(s) injected before keep running"}, lastSync: &now},
 	}, {
+		name:   "a syncer app ownership refuses reads nothing, and Synced points to Permitted, not to Eureka",
+		syncer: syncerFixture(),
+		obs:    observed{ownership: refusedBy("probe"), eurekaErr: errNotContacted, eurekaReason: ownership.ReasonOwnedElsewhere},
+		want: want{readyColumn: "0/0", synced: "False", reachable: "False", injectedCond: "True",
+			syncedReason: ownership.ReasonOwnedElsewhere, mentions: []string{"nothing is synced, and no Eureka server is contacted: see the Permitted condition"}},
+	}, {
 		name:   "a deleted syncer is not Synced and says which pods are still being told to stop registering",
 		syncer: syncerFixture(deleting),
 		obs:    observed{detach: detachObserved{registrarPods: []string{"orders-1"}}, instances: instancesFixture("DOWN")},
