@@ -155,6 +155,40 @@ func TestTenancy_AHeldClaimKeepsASquatterOut(t *testing.T) {
 	if claim.Spec.Namespace != probe || ownership.HeldUntil(&claim) != "" {
 		t.Errorf("claim %+v held until %q, want %s's, taken up by its pod", claim.Spec, ownership.HeldUntil(&claim), probe)
 	}
+
+	// An admin deletes the claim while the owner still registers the app:
+	// the squatter, asking first, does not get it; the claim is made again
+	// for the namespace that registers the app.
+	harness.Eventually(t, 2*time.Minute, "the owner's syncer counted as registering", func() error {
+		var s eurekubev1alpha1.EurekaSyncer
+		if err := suite.c.Get(ctx, client.ObjectKey{Namespace: probe, Name: "svc"}, &s); err != nil {
+			return err
+		}
+		if !ownership.Registers(&s) {
+			return fmt.Errorf("status %+v, want pods injected", s.Status)
+		}
+		return nil
+	})
+	if err := suite.c.Delete(ctx, &claim); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, time.Minute, "the squatter's pod refused once the claim is gone", func() error {
+		if err := suite.c.Get(ctx, client.ObjectKey{Name: ownership.ClaimName(app)}, &eurekubev1alpha1.EurekaAppClaim{}); err == nil {
+			return nil // made again already, by the owner's reconcile: the refusal below still holds
+		}
+		err := suite.c.Create(ctx, builders.Pod(evil, "svc", builders.Restricted()))
+		if err == nil || !strings.Contains(err.Error(), "namespace "+probe) {
+			return fmt.Errorf("the squatter's pod with no claim standing: %v, want refused naming %s", err, probe)
+		}
+		return nil
+	})
+	err := suite.c.Create(ctx, builders.Pod(evil, "svc", builders.Restricted()))
+	if err == nil || !strings.Contains(err.Error(), "belongs to namespace "+probe) {
+		t.Errorf("the squatter's pod: %v, want refused naming %s", err, probe)
+	}
+	if err := suite.c.Get(ctx, client.ObjectKey{Name: ownership.ClaimName(app)}, &claim); err != nil || claim.Spec.Namespace != probe {
+		t.Errorf("claim %+v (%v), want it made again for %s", claim.Spec, err, probe)
+	}
 }
 
 func TestTenancy_APolicyGrantsAnAppOnlyToTheNamespacesItNames(t *testing.T) {
