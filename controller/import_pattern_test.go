@@ -229,3 +229,24 @@ func TestPatternSynced_SumsUpTheAppsImports(t *testing.T) {
 		t.Errorf("no app: Synced %v %s", ok, reason)
 	}
 }
+
+func TestImportPattern_TheCapKeepsTheAppsImportedAlreadyThenTheFirstByName(t *testing.T) {
+	apps := []string{"A", "B", "C", "D", "E"}
+	for _, tc := range []struct {
+		name       string
+		cap        patternCap
+		kept, left string
+	}{
+		{"under the cap", patternCap{max: 5}, "A B C D E", ""},
+		{"first by name", patternCap{max: 2}, "A B", "C D E"},
+		{"imported ones keep their place", patternCap{max: 2, current: func(a string) bool { return a == "D" }}, "A D", "B C E"},
+		{"more imported than the cap", patternCap{max: 2, current: func(a string) bool { return a != "A" }}, "B C", "A D E"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kept, left := tc.cap.capApps(apps)
+			if strings.Join(kept, " ") != tc.kept || strings.Join(left, " ") != tc.left {
+				t.Errorf("kept %v left %v, want %q and %q", kept, left, tc.kept, tc.left)
+			}
+		})
+	}
+}
