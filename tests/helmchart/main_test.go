@@ -310,6 +310,7 @@ manager:
   clusterID: prod-eu
   resyncPeriod: 1m
   eurekaTimeout: 3s
+  claimHold: 48h
   maxEurekaServerSets: 8
   excludedNamespaces: [monitoring]
   execSleepFallback: true

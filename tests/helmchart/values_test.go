@@ -31,6 +31,7 @@ func TestValues_ManagerSettingsBecomeItsFlags(t *testing.T) {
 		"--cluster-id=prod-eu",
 		"--resync-period=1m",
 		"--eureka-timeout=3s",
+		"--claim-hold=48h",
 		"--max-eureka-server-sets=8",
 		// The flag replaces the manager's default list, so kube-system is
 		// named again.
