@@ -25,19 +25,31 @@ import (
 // in one namespace writes Eurekube's registrar into a pod by hand to
 // register, overwrite or cancel an app or an instance that is not its own.
 
-// asTenant is a client acting as a user with the edit ClusterRole in
-// namespace alone, as a team's developer has it.
+// asTenant is a client acting as a user with edit rights in namespace
+// alone, as a team's developer has them: the rules of the edit ClusterRole
+// for what the attacks write (envtest runs no controller-manager, which
+// aggregates edit's rules, so the test writes them as a Role).
 func asTenant(t *testing.T, namespace string) client.Client {
 	t.Helper()
 	ctx := testContext(t)
 	user := "tenant-of-" + namespace
+	write := []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "tenant-edit"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"pods", "pods/ephemeralcontainers", "configmaps", "secrets", "services"}, Verbs: write},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "replicasets"}, Verbs: write},
+		},
+	}
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "tenant-edit"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	}
-	if err := suite.c.Create(ctx, binding); err != nil {
-		t.Fatal(err)
+	for _, obj := range []client.Object{role, binding} {
+		if err := suite.c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := rest.CopyConfig(suite.cp.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
