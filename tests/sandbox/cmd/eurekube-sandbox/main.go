@@ -219,18 +219,27 @@ func sandboxOptions(nodeOpts node.Options, eurekaPort int) cluster.Options {
 
 // claimOwner is the namespace that app's EurekaAppClaim names: the
 // first to register it. The claim is made as the first pod registers, so
-// it exists once the syncer settled.
+// it exists once the syncer settled; a minute covers a manager that makes
+// it a moment later.
 func claimOwner(ctx context.Context, c *cluster.Cluster, app string) (string, error) {
-	var claims v1alpha1.EurekaAppClaimList
-	if err := c.Node.Client.List(ctx, &claims); err != nil {
-		return "", fmt.Errorf("list EurekaAppClaims: %w", err)
-	}
-	for _, claim := range claims.Items {
-		if strings.EqualFold(claim.Spec.App, app) {
-			return claim.Spec.Namespace, nil
+	var owner string
+	err := harness.Poll(ctx, time.Minute, 500*time.Millisecond, "the EurekaAppClaim of "+strings.ToUpper(app), func() error {
+		var claims v1alpha1.EurekaAppClaimList
+		if err := c.Node.Client.List(ctx, &claims); err != nil {
+			return fmt.Errorf("list EurekaAppClaims: %w", err)
 		}
+		for _, claim := range claims.Items {
+			if strings.EqualFold(claim.Spec.App, app) {
+				owner = claim.Spec.Namespace
+				return nil
+			}
+		}
+		return fmt.Errorf("no EurekaAppClaim of %s, though its pods registered (kubectl get eac)", strings.ToUpper(app))
+	})
+	if err != nil {
+		return "", fmt.Errorf("%w (logs in %s)", err, c.LogDir)
 	}
-	return "", fmt.Errorf("no EurekaAppClaim of %s, though its pods registered (kubectl get eac; logs in %s)", strings.ToUpper(app), c.LogDir)
+	return owner, nil
 }
 
 // tenancyWelcome is the welcome's part about who owns what: the claim,
