@@ -101,8 +101,11 @@ func newRegistrarImages(d Defaults) registrarImages {
 	return ri
 }
 
-// runs is true when image is a registrar image.
-func (ri registrarImages) runs(image string) bool {
+// runs is true when image is a registrar image: its repository is one
+// the manager names. An allowlist prefix (registry.example.com/team/*)
+// may cover the apps' images too, so an image only under a prefix runs
+// the registrar when the container sets a registrar variable (env).
+func (ri registrarImages) runs(image string, env []corev1.EnvVar) bool {
 	if image == "" || len(ri.repositories) == 0 && len(ri.prefixes) == 0 {
 		return false
 	}
@@ -112,7 +115,7 @@ func (ri registrarImages) runs(image string) bool {
 	}
 	for _, p := range ri.prefixes {
 		if strings.HasPrefix(repo, p) {
-			return true
+			return slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return strings.HasPrefix(e.Name, "EUREKUBE_") })
 		}
 	}
 	return false
@@ -186,7 +189,7 @@ func (c podContainer) installsTheDrain() bool {
 func (ri registrarImages) registrars(pod *corev1.Pod) ([]registrar, error) {
 	var out []registrar
 	for _, c := range containersOf(pod) {
-		if c.name != v1alpha1.RegistrarContainerName && !ri.runs(c.image) {
+		if c.name != v1alpha1.RegistrarContainerName && !ri.runs(c.image, c.env) {
 			continue
 		}
 		if c.installsTheDrain() && c.name != v1alpha1.RegistrarContainerName {

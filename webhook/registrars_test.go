@@ -71,14 +71,22 @@ func TestRegistrarImages_KnowsTheManagersAndTheAllowlistsImages(t *testing.T) {
 		"eurekube/registrar:evil":      true,
 		"docker.io/eurekube/registrar": true,
 		"mirror.example.com/eurekube/registrar@sha256:" + strings.Repeat("c", 64): true,
-		"registry.example.com/team/anything:1":                                    true,
+		"registry.example.com/team/anything:1":                                    false, // sets no registrar variable
 		"registry.example.com/other/registrar":                                    false,
 		"busybox":                                                                 false,
 		"eurekube/registrar-evil":                                                 false,
 	} {
-		if got := ri.runs(image); got != want {
+		if got := ri.runs(image, nil); got != want {
 			t.Errorf("runs(%q) = %v, want %v", image, got, want)
 		}
+	}
+	// Under a prefix, an image runs the registrar when the container sets
+	// a registrar variable: the prefix may cover the apps' images too.
+	if ri.runs("registry.example.com/team/app:1", []corev1.EnvVar{{Name: "JAVA_OPTS"}}) {
+		t.Error("an app's image under an allowlist prefix is taken for the registrar")
+	}
+	if !ri.runs("registry.example.com/team/app:1", []corev1.EnvVar{{Name: sidecar.EnvAppName}}) {
+		t.Error("an image under an allowlist prefix setting EUREKUBE_APP_NAME is not taken for the registrar")
 	}
 }
 
