@@ -10,7 +10,9 @@ import (
 )
 
 // RunsRegistrar is true when the pod has the registrar container, whoever
-// put it there.
+// put it there: by its name, as the webhook injects it. The webhook reads a
+// pod's registrars by image too (webhook/registrars.go), and refuses those
+// it cannot read; this is what the reconciler and the CLI go by.
 func RunsRegistrar(pod *corev1.Pod) bool {
 	return RegistrarContainer(pod) != nil
 }
