@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -135,7 +136,7 @@ func TestServerSets_ManySpellingsOfOneServerShareOneCache(t *testing.T) {
 // A tenant makes more distinct server sets than the manager's cap: those
 // past it are refused, EurekaReachable False naming the cap, the flag and
 // their servers, Synced False, and their servers never get a request; the
-// others are read as usual.
+// others are read as usual. An import of one more set is refused alike.
 func TestServerSets_PastTheCapAConditionAndNoRead(t *testing.T) {
 	ctx := context.Background()
 	tenant := newNamespace(t)
@@ -198,6 +199,32 @@ func TestServerSets_PastTheCapAConditionAndNoRead(t *testing.T) {
 			t.Errorf("%s is refused, yet its server got %d request(s)", s.Name, n)
 		}
 	}
+	// An import of yet another server set is refused the same way.
+	imp := newImport(t, tenant, "CAPPED-"+strings.ToUpper(tenant[len(tenant)-5:]), func(spec *v1alpha1.EurekaImportSpec) {
+		spec.Eureka.ServiceURLs = []string{e.URL + "/import/eureka"}
+	})
+	harness.Eventually(t, patience, "the import refused past the cap, naming the flag and its server", func() error {
+		c, _, err := importCondition(imp, v1alpha1.ConditionEurekaReachable)
+		if err != nil {
+			return err
+		}
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, fmt.Sprintf("--max-eureka-server-sets=%d", maxServerSets)) || !strings.Contains(c.Message, e.URL+"/import/eureka") {
+			return fmt.Errorf("EurekaReachable %+v", c)
+		}
+		return nil
+	})
+	if n := e.requests("/import/"); n != 0 {
+		t.Errorf("the refused import's server got %d request(s)", n)
+	}
+	if err := k8s.Delete(ctx, imp); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, patience, "the import gone", func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(imp), &v1alpha1.EurekaImport{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("import still there: %v", err)
+		}
+		return nil
+	})
 	deleteSyncers(t, tenant)
 	harness.Eventually(t, patience, "the deleted syncers' caches gone, their places under the cap free", func() error {
 		if caches, err := serverSetGauge("eurekube_eureka_registry_caches", e); err != nil || len(caches) > 0 {
