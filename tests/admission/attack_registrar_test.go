@@ -179,7 +179,7 @@ func TestAttack_AHandWrittenRegistrarIsReadAsTheKubeletRunsIt(t *testing.T) {
 func TestAttack_TheRegistrarImageWhereTheWebhookIsNotCalledIsRefusedByThePolicy(t *testing.T) {
 	requireInjection(t)
 	ctx := testContext(t)
-	const policy = "eurekube-registrar-placement"
+	const policy = "eurekube-manager-registrar-placement"
 	r := renderDefault(t)
 	for _, obj := range []*unstructured.Unstructured{
 		r.object(t, "ValidatingAdmissionPolicy", policy),
