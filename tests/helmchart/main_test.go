@@ -311,6 +311,9 @@ manager:
   resyncPeriod: 1m
   eurekaTimeout: 3s
   claimHold: 48h
+  maxPatternApps: 50
+  podCIDRs: [10.244.0.0/16, "fd00:10:244::/56"]
+  serviceCIDRs: [10.96.0.0/12]
   maxEurekaServerSets: 8
   excludedNamespaces: [monitoring]
   execSleepFallback: true

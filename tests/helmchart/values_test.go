@@ -32,6 +32,10 @@ func TestValues_ManagerSettingsBecomeItsFlags(t *testing.T) {
 		"--resync-period=1m",
 		"--eureka-timeout=3s",
 		"--claim-hold=48h",
+		"--max-pattern-apps=50",
+		"--pod-cidr=10.244.0.0/16",
+		"--pod-cidr=fd00:10:244::/56",
+		"--service-cidr=10.96.0.0/12",
 		"--max-eureka-server-sets=8",
 		// The flag replaces the manager's default list, so kube-system is
 		// named again.
