@@ -208,7 +208,7 @@ func TestServerSets_PastTheCapAConditionAndNoRead(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, fmt.Sprintf("--max-eureka-server-sets=%d", maxServerSets)) || !strings.Contains(c.Message, e.URL+"/import/eureka") {
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "EurekaServerSetCapReached" || !strings.Contains(c.Message, fmt.Sprintf("--max-eureka-server-sets=%d", maxServerSets)) || !strings.Contains(c.Message, e.URL+"/import/eureka") {
 			return fmt.Errorf("EurekaReachable %+v", c)
 		}
 		return nil

@@ -208,6 +208,33 @@ func TestImportAttack_AChosenIPAddrOfAnotherNamespacesPodIsLeftOut(t *testing.T)
 	}
 }
 
+// The same with an app nobody owns: a free name is free to claim, but
+// owning it is what an address inside the cluster takes. evil registers a
+// new app at the victim's pod IP and imports it, with and without
+// includeThisCluster: only the VM is written.
+func TestImportAttack_AFreeAppNameAtAnotherNamespacesPodIsLeftOut(t *testing.T) {
+	victim, evil := newNamespace(t), newNamespace(t)
+	ctx := context.Background()
+	harness.SuspendSharedApps(ctx, t, k8s)
+	c := directClient(t, server.URL())
+	app := "FREE-" + strings.ToUpper(evil[len(evil)-5:])
+	pod := newPod(t, victim, "db", "db-1", false, "10.0.43.9")
+	chosenAddress(t, c, app, "by-hand:db-1:8080", pod.Status.PodIP)
+	vm(t, c, app, "vm-1:free:8080", "10.27.1.2", eureka.StatusUp, "")
+
+	for _, include := range []bool{false, true} {
+		name := fmt.Sprintf("free-%v", include)
+		imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: evil, Name: name},
+			Spec: v1alpha1.EurekaImportSpec{App: app, IncludeThisCluster: include, Service: v1alpha1.ImportService{Name: name}}}
+		if err := k8s.Create(ctx, imp); err != nil {
+			t.Fatal(err)
+		}
+		harness.Eventually(t, patience, name+": the VM only", wantEndpoints(evil, name, map[string]bool{"10.27.1.2": true}))
+		harness.Eventually(t, patience, name+": the victim's pod named", addressesAllowed(imp, metav1.ConditionFalse,
+			"by-hand:db-1:8080 at 10.0.43.9 (", "of pod "+victim+"/db-1"))
+	}
+}
+
 // A refused import reads nothing from Eureka: its servers never see a
 // request of it.
 func TestImportAttack_ARefusedImportReadsNothing(t *testing.T) {

@@ -74,6 +74,14 @@ func (r *importReconciler) addressRule(ctx context.Context, imp *v1alpha1.Eureka
 		if err != nil && firstErr == nil {
 			firstErr = err
 		}
+		if v.Allowed && v.Reason == ownership.ReasonUnclaimed {
+			// Free to claim is not owning: an app no policy names and no pod
+			// of this cluster registered reaches no pod of the cluster, or a
+			// tenant could register any free name at another's pod IP and
+			// import it.
+			v.Allowed = false
+			v.Message = fmt.Sprintf("no namespace owns Eureka app %s: no EurekaAppPolicy names it and no pod of this cluster registered it", app)
+		}
 		verdicts[namespace] = v
 		return v
 	}

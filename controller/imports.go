@@ -164,13 +164,17 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 	registry, err := r.readFollowed(ctx, &imp)
 	if err != nil {
-		set(v1alpha1.ConditionEurekaReachable, false, reasonEurekaUnreachable, err.Error())
+		reason := reasonEurekaUnreachable
+		if capped := (*serverSetCapError)(nil); errors.As(err, &capped) {
+			reason = reasonServerSetCap // read nothing, as a syncer past the cap
+		}
+		set(v1alpha1.ConditionEurekaReachable, false, reason, err.Error())
 		stale := "no endpoints were ever imported"
 		if st.LastSyncTime != nil {
 			stale = fmt.Sprintf("the endpoints are kept as last read at %s (%s ago)", st.LastSyncTime.UTC().Format(time.RFC3339), time.Since(st.LastSyncTime.Time).Round(time.Second))
 		}
-		set(v1alpha1.ConditionSynced, false, reasonEurekaUnreachable, "Eureka could not be read: "+stale)
-		r.recorder.Eventf(&imp, nil, corev1.EventTypeWarning, reasonEurekaUnreachable, "Import", "%s", truncate(err.Error(), maxEventNote))
+		set(v1alpha1.ConditionSynced, false, reason, "Eureka could not be read: "+stale)
+		r.recorder.Eventf(&imp, nil, corev1.EventTypeWarning, reason, "Import", "%s", truncate(err.Error(), maxEventNote))
 		return r.finishImport(ctx, &imp, before)
 	}
 	set(v1alpha1.ConditionEurekaReachable, true, "Reachable", "Eureka answered")
