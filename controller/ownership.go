@@ -22,9 +22,9 @@ import (
 // App ownership: whether the syncer's namespace may register its app
 // (internal/ownership holds the rule, the webhook applies it to each pod).
 // Ownership is earned by registering: the reconciler claims an unclaimed
-// app only for a syncer that registers it (pods it injected, instances in
-// Eureka, or Service mode, where the reconciler registers it itself), for
-// the namespace of the oldest such syncer, so that on an upgrade, where
+// app only for a syncer that registers it (pods it injected for that app,
+// or instances of it in Eureka, those the reconciler registers in Service
+// mode among them), for the namespace of the oldest such syncer, so that on an upgrade, where
 // several may already, the first one keeps it whichever is reconciled
 // first. A syncer that only names the app, or is refused, claims nothing.
 // The reconciler alone knows the app's instances elsewhere, which a
@@ -53,8 +53,7 @@ func (r *Reconciler) checkOwnership(ctx context.Context, s *v1alpha1.EurekaSynce
 	}
 	ns := ownership.Namespace{Name: s.Namespace, Labels: nsObj.Labels}
 	checker := ownership.Checker{Reader: r.client, Live: r.apiReader, Writer: r.client, Indexed: r.appIndexed}
-	registers := obs.pods.injected > 0 || len(obs.instances) > 0 || s.EffectiveMode() == v1alpha1.ModeService
-	v, err := checker.Check(ctx, s.EffectiveAppName(), ns, registers)
+	v, err := checker.Check(ctx, s.EffectiveAppName(), ns, registersOwnApp(s, obs))
 	if err != nil {
 		return err
 	}
@@ -65,6 +64,23 @@ func (r *Reconciler) checkOwnership(ctx context.Context, s *v1alpha1.EurekaSynce
 	}
 	obs.ownership = &v
 	return nil
+}
+
+// registersOwnApp is true when the syncer registers its own app (not one
+// its pods were given by annotation): pods it injected for it, or
+// instances of it in Eureka (in Service mode, those the manager
+// registered). Only that earns the namespace the app.
+func registersOwnApp(s *v1alpha1.EurekaSyncer, obs *observed) bool {
+	if obs.pods.ownApp > 0 {
+		return true
+	}
+	app := s.EffectiveAppName()
+	for i := range obs.instances {
+		if strings.EqualFold(obs.instances[i].App, app) {
+			return true
+		}
+	}
+	return false
 }
 
 // ownershipCondition is the Permitted condition as far as app ownership
@@ -110,8 +126,9 @@ func (r *Reconciler) releaseClaims(ctx context.Context, s *v1alpha1.EurekaSyncer
 		case err != nil:
 			return fmt.Errorf("read EurekaAppClaim of %s: %w", app, err)
 		}
-		if claim.Spec.Namespace != s.Namespace || claim.Spec.App != app || ownership.HeldUntil(&claim) != "" {
-			continue
+		if claim.Spec.Namespace != s.Namespace || claim.Spec.App != app || ownership.HeldUntil(&claim) != "" ||
+			claim.Annotations[v1alpha1.ClaimRegisteredAnnotation] == "" {
+			continue // a claim never registered under is the sweeper's to delete
 		}
 		if err := r.holdClaim(ctx, &claim, time.Now()); err != nil {
 			return err
@@ -134,7 +151,9 @@ func (r *Reconciler) appsInUse(ctx context.Context, namespace, except string) (m
 	}
 	inUse := map[string]bool{}
 	for i := range syncers.Items {
-		if o := &syncers.Items[i]; o.Name != except && o.DeletionTimestamp == nil {
+		// A syncer that only names the app uses nothing: ownership is
+		// earned, and kept, by registering.
+		if o := &syncers.Items[i]; o.Name != except && o.DeletionTimestamp == nil && ownership.Registers(o) {
 			inUse[o.EffectiveAppName()] = true
 		}
 	}
@@ -153,7 +172,7 @@ func (r *Reconciler) appsInUse(ctx context.Context, namespace, except string) (m
 // until ClaimHold from now.
 func (r *Reconciler) holdClaim(ctx context.Context, claim *v1alpha1.EurekaAppClaim, now time.Time) error {
 	until := now.Add(r.opts.ClaimHold).UTC().Format(time.RFC3339)
-	if err := r.annotateClaim(ctx, claim, until); err != nil {
+	if err := r.annotateClaim(ctx, claim, v1alpha1.ClaimHeldUntilAnnotation, until); err != nil {
 		return fmt.Errorf("hold EurekaAppClaim %s for namespace %s: %w", claim.Name, claim.Spec.Namespace, err)
 	}
 	r.logFrom(ctx).WithFields(map[string]any{"app": claim.Spec.App, "namespace": claim.Spec.Namespace, "heldUntil": until}).
@@ -161,15 +180,15 @@ func (r *Reconciler) holdClaim(ctx context.Context, claim *v1alpha1.EurekaAppCla
 	return nil
 }
 
-// annotateClaim sets (or, with "", removes) a claim's held-until
-// annotation; the preconditions keep a claim changed since it was read.
-func (r *Reconciler) annotateClaim(ctx context.Context, claim *v1alpha1.EurekaAppClaim, until string) error {
-	value := "null"
-	if until != "" {
-		value = fmt.Sprintf("%q", until)
+// annotateClaim sets (or, with "", removes) one annotation of a claim;
+// the preconditions keep a claim changed since it was read.
+func (r *Reconciler) annotateClaim(ctx context.Context, claim *v1alpha1.EurekaAppClaim, key, value string) error {
+	v := "null"
+	if value != "" {
+		v = fmt.Sprintf("%q", value)
 	}
 	patch := fmt.Appendf(nil, `{"metadata":{"uid":%q,"resourceVersion":%q,"annotations":{%q:%s}}}`,
-		claim.UID, claim.ResourceVersion, v1alpha1.ClaimHeldUntilAnnotation, value)
+		claim.UID, claim.ResourceVersion, key, v)
 	target := &v1alpha1.EurekaAppClaim{ObjectMeta: metav1.ObjectMeta{Name: claim.Name}}
 	err := r.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, patch))
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
@@ -196,10 +215,12 @@ func (r *Reconciler) releaseClaim(ctx context.Context, claim *v1alpha1.EurekaApp
 // claimSweeper keeps each claim the manager made in step with its
 // namespace's use of the app, by any path the syncers' detach does not
 // see (pods that asked for the app by annotation and are gone, a
-// namespace deleted): a claim its namespace uses no more is held; a held
-// one used again is taken up; a held one whose hold has run out is
-// released. A claim younger than Options.ClaimGrace is kept: the webhook
-// claims before the pod it admits exists.
+// namespace deleted): a claim seen in use is marked registered; one
+// registered under that its namespace uses no more is held; a held one
+// used again is taken up; a held one whose hold has run out, and one
+// never registered under, are released. A claim younger than
+// Options.ClaimGrace is kept: the webhook claims before the pod it admits
+// exists, and a later admission step may still refuse that pod.
 type claimSweeper struct{ *Reconciler }
 
 // DefaultClaimGrace is how long a claim is kept whatever uses it, unless
@@ -238,12 +259,19 @@ func (r *claimSweeper) Reconcile(ctx context.Context, req reconcile.Request) (re
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	held := ownership.HeldUntil(&claim)
+	held, registered := ownership.HeldUntil(&claim), claim.Annotations[v1alpha1.ClaimRegisteredAnnotation] != ""
 	switch {
+	case inUse[claim.Spec.App] && !registered:
+		return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod},
+			r.annotateClaim(ctx, &claim, v1alpha1.ClaimRegisteredAnnotation, now.UTC().Format(time.RFC3339))
 	case inUse[claim.Spec.App] && held != "":
-		return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod}, r.annotateClaim(ctx, &claim, "")
+		return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod}, r.annotateClaim(ctx, &claim, v1alpha1.ClaimHeldUntilAnnotation, "")
 	case inUse[claim.Spec.App]:
 		return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod}, nil
+	case !registered:
+		// Made at an admission whose pod never ran, or for a namespace
+		// that never registered the app: it earned nothing to hold.
+		return reconcile.Result{}, r.releaseClaim(ctx, &claim)
 	case held == "":
 		return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod}, r.holdClaim(ctx, &claim, now)
 	}

@@ -43,6 +43,20 @@ func claimOf(ctx context.Context, app, want string, held *bool) func() error {
 	}
 }
 
+// claimRegistered waits for the sweeper to have seen app's claim in use.
+func claimRegistered(ctx context.Context, app string) func() error {
+	return func() error {
+		var claim v1alpha1.EurekaAppClaim
+		if err := k8s.Get(ctx, client.ObjectKey{Name: ownership.ClaimName(app)}, &claim); err != nil {
+			return err
+		}
+		if claim.Annotations[v1alpha1.ClaimRegisteredAnnotation] == "" {
+			return fmt.Errorf("claim of %s not yet marked registered under", app)
+		}
+		return nil
+	}
+}
+
 // permittedIs waits for a syncer's Permitted condition.
 func permittedIs(s *v1alpha1.EurekaSyncer, status metav1.ConditionStatus, reason string, mention ...string) func() error {
 	return func() error {
@@ -88,6 +102,7 @@ func TestOwnership_ASquatterNeverTakesAnAppItsOwnerDeletesAndRecreates(t *testin
 	// Its first pod registers: now the app is the namespace's.
 	pod := admitted(t, owner, "orders-1", "10.0.0.41")
 	harness.Eventually(t, patience, "the app claimed by the namespace that registers it", claimOf(ctx, app, probe, &no))
+	harness.Eventually(t, patience, "the claim seen in use", claimRegistered(ctx, app))
 
 	squatter := builders.Syncer(evil, "squat", builders.AppName(app), builders.Selecting("nothing"))
 	if err := k8s.Create(ctx, squatter); err != nil {
@@ -153,23 +168,30 @@ func TestOwnership_ASquatterNeverTakesAnAppItsOwnerDeletesAndRecreates(t *testin
 
 // A claim whose namespace registers its app by no path any more (the
 // pods that asked for it by annotation are gone, or the namespace is) is
-// held for it, after its grace, and released once the hold has run out;
-// one still used is kept as it is; a finished pod uses nothing.
+// held for it once it was registered under, and released once the hold
+// has run out; one never registered under (its pod refused by a later
+// admission step, a finished Job's) is released after the grace; one in
+// use is kept as it is.
 func TestOwnership_AClaimNothingUsesIsHeldThenReleased(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	harness.SuspendSharedApps(ctx, t, k8s)
-	unused := ownership.NewClaim("LEFT-"+strings.ToUpper(ns[len(ns)-5:]), ns)
-	used := ownership.NewClaim("KEPT-"+strings.ToUpper(ns[len(ns)-5:]), ns)
-	job := ownership.NewClaim("JOB-"+strings.ToUpper(ns[len(ns)-5:]), ns)
-	for _, c := range []*v1alpha1.EurekaAppClaim{unused, used, job} {
+	suffix := strings.ToUpper(ns[len(ns)-5:])
+	never := ownership.NewClaim("NEVER-"+suffix, ns)
+	left := ownership.NewClaim("LEFT-"+suffix, ns)
+	left.Annotations = map[string]string{v1alpha1.ClaimRegisteredAnnotation: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)}
+	used := ownership.NewClaim("KEPT-"+suffix, ns)
+	job := ownership.NewClaim("JOB-"+suffix, ns)
+	for _, c := range []*v1alpha1.EurekaAppClaim{never, left, used, job} {
 		if err := k8s.Create(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := k8s.Create(ctx, builders.Syncer(ns, "kept", builders.AppName(used.Spec.App))); err != nil {
+	kept := builders.Syncer(ns, "orders", builders.AppName(used.Spec.App))
+	if err := k8s.Create(ctx, kept); err != nil {
 		t.Fatal(err)
 	}
+	admitted(t, kept, "kept-1", "10.0.0.61")
 	// A Job's pod that asked for the app by annotation, and succeeded.
 	done := builders.Pod(ns, "job", builders.Annotations(map[string]string{v1alpha1.AnnotationAppName: job.Spec.App}))
 	if err := k8s.Create(ctx, done); err != nil {
@@ -180,15 +202,16 @@ func TestOwnership_AClaimNothingUsesIsHeldThenReleased(t *testing.T) {
 	if err := k8s.Status().Patch(ctx, done, client.MergeFrom(created)); err != nil {
 		t.Fatal(err)
 	}
-	yes := true
-	harness.Eventually(t, patience, "the unused claim held", claimOf(ctx, unused.Spec.App, ns, &yes))
-	harness.Eventually(t, patience, "the finished Job's claim held", claimOf(ctx, job.Spec.App, ns, &yes))
+	yes, no := true, false
+	harness.Eventually(t, patience, "the claim never registered under released", claimOf(ctx, never.Spec.App, "", nil))
+	harness.Eventually(t, patience, "the finished Job's claim released", claimOf(ctx, job.Spec.App, "", nil))
+	harness.Eventually(t, patience, "the claim in use marked registered under", claimRegistered(ctx, used.Spec.App))
+	harness.Eventually(t, patience, "the claim registered under and unused held", claimOf(ctx, left.Spec.App, ns, &yes))
 	expire := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.ClaimHeldUntilAnnotation, time.Now().Add(-time.Minute).UTC().Format(time.RFC3339))
-	if err := k8s.Patch(ctx, &v1alpha1.EurekaAppClaim{ObjectMeta: metav1.ObjectMeta{Name: unused.Name}}, client.RawPatch(types.MergePatchType, expire)); err != nil {
+	if err := k8s.Patch(ctx, &v1alpha1.EurekaAppClaim{ObjectMeta: metav1.ObjectMeta{Name: left.Name}}, client.RawPatch(types.MergePatchType, expire)); err != nil {
 		t.Fatal(err)
 	}
-	harness.Eventually(t, patience, "the unused claim released once its hold ran out", claimOf(ctx, unused.Spec.App, "", nil))
-	no := false
+	harness.Eventually(t, patience, "the held claim released once its hold ran out", claimOf(ctx, left.Spec.App, "", nil))
 	if err := claimOf(ctx, used.Spec.App, ns, &no)(); err != nil {
 		t.Errorf("the claim of an app a syncer of the namespace registers: %v", err)
 	}

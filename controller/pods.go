@@ -3,6 +3,7 @@ package controller
 import (
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,10 @@ type podCounts struct {
 	// selected: live pods injected by this syncer or by none; injected and
 	// ready count among them.
 	selected, injected, ready int32
+	// ownApp: live pods this syncer injected whose registrar registers
+	// the syncer's own app (no eurekube.io/app-name of another): what
+	// earns the syncer's namespace the app (ownership.go).
+	ownApp int32
 	// skipped: live pods of this syncer the webhook left without the
 	// registrar on purpose.
 	skipped int32
@@ -98,6 +103,9 @@ func countPods(pods []corev1.Pod, s *v1alpha1.EurekaSyncer, defaults webhook.Def
 			c.injected++
 			if owner == s.Name {
 				c.countInjected(pod, registrarImage, drift)
+				if app, ok := pod.Annotations[v1alpha1.AnnotationAppName]; !ok || strings.EqualFold(app, s.EffectiveAppName()) {
+					c.ownApp++
+				}
 			}
 			if words, failing := registrarFailureOf(pod, now); failing {
 				c.failing = append(c.failing, registrarFailure{pod: pod.Name, words: words})

@@ -63,6 +63,12 @@ const (
 	// app claims it. The manager writes it (--claim-hold after the last
 	// use) and removes it when the namespace registers the app again.
 	ClaimHeldUntilAnnotation = "eurekube.io/held-until"
+	// ClaimRegisteredAnnotation is on an EurekaAppClaim the manager has
+	// seen its namespace register the app under (RFC 3339, the first
+	// time). Only such a claim is held once unused; one never registered
+	// under (its pod refused by a later admission step, say) is deleted
+	// after the grace, as it earned nothing.
+	ClaimRegisteredAnnotation = "eurekube.io/registered-at"
 
 	// Finalizer keeps a deleted syncer until its instances are gone.
 	Finalizer = "eurekube.io/finalizer"
