@@ -396,7 +396,8 @@ func injectedAppName(pod *corev1.Pod) (app string, ok bool) {
 	return v.settings.AppName, v.err == nil
 }
 
-// literalEnv is the literal variables of pod's registrar, nil without a
+// literalEnv is the literal variables of pod's registrar, as the kubelet
+// gives them ($$ read as $, registrarEnv's escape), nil without a
 // registrar.
 func literalEnv(pod *corev1.Pod) []sidecar.EnvVar {
 	c := v1alpha1.RegistrarContainer(pod)
@@ -406,11 +407,14 @@ func literalEnv(pod *corev1.Pod) []sidecar.EnvVar {
 	env := make([]sidecar.EnvVar, 0, len(c.Env))
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
-			env = append(env, sidecar.EnvVar{Name: e.Name, Value: e.Value})
+			env = append(env, sidecar.EnvVar{Name: e.Name, Value: expand(e.Value, noVariables)})
 		}
 	}
 	return env
 }
+
+// noVariables knows no variable: expand then only unescapes $$.
+func noVariables(string) (string, bool) { return "", false }
 
 // registrarEnv is the container's environment: the pod's identity from
 // the downward API, then the settings as sidecar renders them (rendered,
@@ -425,7 +429,10 @@ func registrarEnv(rendered []sidecar.EnvVar) []corev1.EnvVar {
 		fieldEnv(sidecar.EnvPodIP, "status.podIP"),
 		fieldEnv(sidecar.EnvNodeName, "spec.nodeName"))
 	for _, e := range rendered {
-		env = append(env, corev1.EnvVar{Name: e.Name, Value: e.Value})
+		// $ is escaped as $$: the kubelet expands $(VAR) in values, so a
+		// syncer's metadata or path holding "$(" would otherwise reach the
+		// registrar changed, or read as a reference the webhook refuses.
+		env = append(env, corev1.EnvVar{Name: e.Name, Value: strings.ReplaceAll(e.Value, "$", "$$")})
 	}
 	return env
 }

@@ -189,3 +189,23 @@ func TestRegistrars_EurekubesOwnOutputIsReadable(t *testing.T) {
 		t.Fatalf("registrars %+v, want the injected one of %s", regs, s.EffectiveAppName())
 	}
 }
+
+// A syncer's free text may hold $: Eurekube escapes it, so its own output
+// is still readable, and the registrar is given exactly the spec's values
+// (the kubelet expands $(VAR) and $$ in env values).
+func TestRegistrars_ADollarInTheSyncersValuesReachesTheRegistrarAsWritten(t *testing.T) {
+	s := syncer("orders", time.Hour)
+	s.Spec.Metadata = map[string]string{"note": "costs $(PRICE) or $$5, $"}
+	injected := inject(t, withPreStop(nil)(), s)
+	regs, err := newRegistrarImages(testDefaults).registrars(injected)
+	if err != nil {
+		t.Fatalf("Eurekube refuses its own output: %v", err)
+	}
+	if len(regs) != 1 || regs[0].Settings.Metadata["note"] != "costs $(PRICE) or $$5, $" {
+		t.Fatalf("registrars %+v, want the metadata as the syncer wrote it", regs)
+	}
+	given, ok := InjectedSettings(injected)
+	if !ok || given.Metadata["note"] != "costs $(PRICE) or $$5, $" {
+		t.Errorf("InjectedSettings %+v (%v), want the metadata as the syncer wrote it", given.Metadata, ok)
+	}
+}
