@@ -136,7 +136,7 @@ func imageRepository(image string) string {
 		domain, rest = "docker.io", name
 	}
 	domain = strings.ToLower(domain)
-	if domain == "index.docker.io" {
+	if domain == "index.docker.io" || domain == "registry-1.docker.io" {
 		domain = "docker.io"
 	}
 	if domain == "docker.io" && !strings.Contains(rest, "/") {

@@ -42,7 +42,7 @@ func TestImageRepository_OneRepositoryWhateverTheSpelling(t *testing.T) {
 	for _, image := range []string{
 		"eurekube/registrar", "eurekube/registrar:v1", "docker.io/eurekube/registrar:v2",
 		"index.docker.io/eurekube/registrar", "eurekube/registrar@sha256:" + strings.Repeat("a", 64),
-		"DOCKER.IO/eurekube/registrar:x",
+		"DOCKER.IO/eurekube/registrar:x", "registry-1.docker.io/eurekube/registrar:v3",
 	} {
 		if got := imageRepository(image); got != "docker.io/eurekube/registrar" {
 			t.Errorf("imageRepository(%q) = %q", image, got)
@@ -51,6 +51,7 @@ func TestImageRepository_OneRepositoryWhateverTheSpelling(t *testing.T) {
 	for image, want := range map[string]string{
 		"busybox":                           "docker.io/library/busybox",
 		"localhost:5000/eurekube/registrar": "localhost:5000/eurekube/registrar",
+		"GHCR.IO/eurekube/registrar:v1":     "ghcr.io/eurekube/registrar",
 		"registry.example.com/r:1@sha256:" + strings.Repeat("b", 64): "registry.example.com/r",
 	} {
 		if got := imageRepository(image); got != want {

@@ -30,9 +30,10 @@ imageRepository).
 {{- define "eurekube.repositoryRegex" -}}
 {{- $first := splitList "/" . | first -}}
 {{- if and (contains "/" .) (or (contains "." $first) (contains ":" $first) (eq $first "localhost")) -}}
-^{{ regexQuoteMeta . }}(:[\w][\w.-]*)?(@.+)?$
+{{- /* A registry's domain is case-insensitive, as the webhook reads it. */ -}}
+^(?i:{{ regexQuoteMeta $first }})/{{ splitList "/" . | rest | join "/" | regexQuoteMeta }}(:[\w][\w.-]*)?(@.+)?$
 {{- else -}}
-^((?i:docker\.io|index\.docker\.io)/)?{{ regexQuoteMeta . }}(:[\w][\w.-]*)?(@.+)?$
+^((?i:docker\.io|index\.docker\.io|registry-1\.docker\.io)/)?{{ regexQuoteMeta . }}(:[\w][\w.-]*)?(@.+)?$
 {{- end -}}
 {{- end -}}
 {{- define "eurekube.uninstallName" -}}{{ include "eurekube.fullname" . }}-uninstall{{- end -}}
