@@ -127,7 +127,7 @@ func (r *Reconciler) releaseClaims(ctx context.Context, s *v1alpha1.EurekaSyncer
 			return fmt.Errorf("read EurekaAppClaim of %s: %w", app, err)
 		}
 		if claim.Spec.Namespace != s.Namespace || claim.Spec.App != app || ownership.HeldUntil(&claim) != "" ||
-			claim.Annotations[v1alpha1.ClaimRegisteredAnnotation] == "" {
+			claim.Annotations[v1alpha1.ClaimRegisteredAnnotation] == "" && !ownership.Registers(s) {
 			continue // a claim never registered under is the sweeper's to delete
 		}
 		if err := r.holdClaim(ctx, &claim, time.Now()); err != nil {
@@ -252,18 +252,21 @@ func (r *claimSweeper) Reconcile(ctx context.Context, req reconcile.Request) (re
 		return reconcile.Result{}, nil
 	}
 	now := time.Now()
-	if age := now.Sub(claim.CreationTimestamp.Time); age < r.opts.ClaimGrace {
-		return reconcile.Result{RequeueAfter: r.opts.ClaimGrace - age}, nil
-	}
 	inUse, err := r.appsInUse(ctx, claim.Spec.Namespace, "")
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	held, registered := ownership.HeldUntil(&claim), claim.Annotations[v1alpha1.ClaimRegisteredAnnotation] != ""
-	switch {
-	case inUse[claim.Spec.App] && !registered:
+	if inUse[claim.Spec.App] && !registered {
+		// At once, grace or not: a claim in use is held if its namespace
+		// then stops using it, however young.
 		return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod},
 			r.annotateClaim(ctx, &claim, v1alpha1.ClaimRegisteredAnnotation, now.UTC().Format(time.RFC3339))
+	}
+	if age := now.Sub(claim.CreationTimestamp.Time); age < r.opts.ClaimGrace {
+		return reconcile.Result{RequeueAfter: min(r.opts.ResyncPeriod, r.opts.ClaimGrace-age)}, nil
+	}
+	switch {
 	case inUse[claim.Spec.App] && held != "":
 		return reconcile.Result{RequeueAfter: r.opts.ResyncPeriod}, r.annotateClaim(ctx, &claim, v1alpha1.ClaimHeldUntilAnnotation, "")
 	case inUse[claim.Spec.App]:

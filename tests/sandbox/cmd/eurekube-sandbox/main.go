@@ -248,9 +248,11 @@ func tenancyWelcome(app, owner string) string {
 	return fmt.Sprintf(`  Tenancy            No EurekaAppPolicy is installed: %[1]s belongs to namespace %[2]s, the first
                      to register it.
                      kubectl get eac   (the claim: APP %[1]s, NAMESPACE %[2]s)
-                     A syncer or an import of %[1]s in another namespace is refused: PERMITTED
-                     False in kubectl get esync,eimp -A and eurekube status, the owner and the
-                     fix in its Permitted condition. docs/operations.md, "Security model".
+                     A syncer of %[1]s in another namespace is refused: PERMITTED False in
+                     kubectl get esync -A and eurekube status, the owner and the fix in its
+                     Permitted condition. An import of %[1]s there lists vm-1 only, never
+                     %[2]s's pods (its AddressesAllowed condition names them).
+                     docs/operations.md, "Security model".
 `, app, owner)
 }
 
