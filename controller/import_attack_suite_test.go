@@ -185,27 +185,11 @@ func TestImportAttack_AnImportOfAnotherNamespacesAppNeverListsItsPods(t *testing
 // namespace, even one the app is granted to.
 func TestImportAttack_AChosenIPAddrOfAnotherNamespacesPodIsLeftOut(t *testing.T) {
 	victim, evil := newNamespace(t), newNamespace(t)
-	ctx := context.Background()
-	harness.SuspendSharedApps(ctx, t, k8s)
-	c := directClient(t, server.URL())
+	harness.SuspendSharedApps(context.Background(), t, k8s)
 	app := "PROXY-" + strings.ToUpper(evil[len(evil)-5:])
 	// evil may register app itself, and imports it.
 	grantApp(t, app, evil)
-	pod := newPod(t, victim, "db", "db-1", false, "10.0.42.9")
-	chosenAddress(t, c, app, "by-hand:db-1:8080", pod.Status.PodIP)
-	vm(t, c, app, "vm-1:proxy:8080", "10.27.1.1", eureka.StatusUp, "")
-
-	for _, include := range []bool{false, true} {
-		name := fmt.Sprintf("proxy-%v", include)
-		imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: evil, Name: name},
-			Spec: v1alpha1.EurekaImportSpec{App: app, IncludeThisCluster: include, Service: v1alpha1.ImportService{Name: name}}}
-		if err := k8s.Create(ctx, imp); err != nil {
-			t.Fatal(err)
-		}
-		harness.Eventually(t, patience, name+": the VM only", wantEndpoints(evil, name, map[string]bool{"10.27.1.1": true}))
-		harness.Eventually(t, patience, name+": the victim's pod named", addressesAllowed(imp, metav1.ConditionFalse,
-			"by-hand:db-1:8080 at 10.0.42.9 (", "of pod "+victim+"/db-1, whose namespace may not register the app"))
-	}
+	wantTheVMOnly(t, victim, evil, app, "proxy", "10.0.42.9", "10.27.1.1", "of pod "+victim+"/db-1, whose namespace may not register the app")
 }
 
 // The same with an app nobody owns: a free name is free to claim, but
@@ -214,24 +198,31 @@ func TestImportAttack_AChosenIPAddrOfAnotherNamespacesPodIsLeftOut(t *testing.T)
 // includeThisCluster: only the VM is written.
 func TestImportAttack_AFreeAppNameAtAnotherNamespacesPodIsLeftOut(t *testing.T) {
 	victim, evil := newNamespace(t), newNamespace(t)
-	ctx := context.Background()
-	harness.SuspendSharedApps(ctx, t, k8s)
-	c := directClient(t, server.URL())
-	app := "FREE-" + strings.ToUpper(evil[len(evil)-5:])
-	pod := newPod(t, victim, "db", "db-1", false, "10.0.43.9")
-	chosenAddress(t, c, app, "by-hand:db-1:8080", pod.Status.PodIP)
-	vm(t, c, app, "vm-1:free:8080", "10.27.1.2", eureka.StatusUp, "")
+	harness.SuspendSharedApps(context.Background(), t, k8s)
+	wantTheVMOnly(t, victim, evil, "FREE-"+strings.ToUpper(evil[len(evil)-5:]), "free", "10.0.43.9", "10.27.1.2", "of pod "+victim+"/db-1")
+}
 
+// wantTheVMOnly registers, by hand, an instance of app at the IP of a pod
+// of victim's (podIP) and a VM (vmIP); evil imports app, without and with
+// includeThisCluster: each import lists the VM only and names the pod's
+// instance, mentioning why.
+func wantTheVMOnly(t *testing.T, victim, evil, app, name, podIP, vmIP, why string) {
+	t.Helper()
+	ctx := context.Background()
+	c := directClient(t, server.URL())
+	pod := newPod(t, victim, "db", "db-1", false, podIP)
+	chosenAddress(t, c, app, "by-hand:db-1:8080", pod.Status.PodIP)
+	vm(t, c, app, "vm-1:"+name+":8080", vmIP, eureka.StatusUp, "")
 	for _, include := range []bool{false, true} {
-		name := fmt.Sprintf("free-%v", include)
+		name := fmt.Sprintf("%s-%v", name, include)
 		imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: evil, Name: name},
 			Spec: v1alpha1.EurekaImportSpec{App: app, IncludeThisCluster: include, Service: v1alpha1.ImportService{Name: name}}}
 		if err := k8s.Create(ctx, imp); err != nil {
 			t.Fatal(err)
 		}
-		harness.Eventually(t, patience, name+": the VM only", wantEndpoints(evil, name, map[string]bool{"10.27.1.2": true}))
+		harness.Eventually(t, patience, name+": the VM only", wantEndpoints(evil, name, map[string]bool{vmIP: true}))
 		harness.Eventually(t, patience, name+": the victim's pod named", addressesAllowed(imp, metav1.ConditionFalse,
-			"by-hand:db-1:8080 at 10.0.43.9 (", "of pod "+victim+"/db-1"))
+			"by-hand:db-1:8080 at "+podIP+" (", why))
 	}
 }
 
