@@ -50,18 +50,7 @@ func TestAdaptations_OneEventPerReasonStatusEntriesAndAGauge(t *testing.T) {
 	podShape{ns: ns, app: "quotes", name: "quotes-migrate", ready: false, // a Job's pod, skipped on purpose
 		annotations: map[string]string{v1alpha1.StatusAnnotation: v1alpha1.StatusSkipped, v1alpha1.SyncerAnnotation: "quotes",
 			v1alpha1.AdaptationsAnnotation: v1alpha1.EncodeAdaptations([]v1alpha1.Adaptation{finish})}}.create(t)
-	harness.Eventually(t, patience, "the manager's cache holds the pods", func() error {
-		var list corev1.PodList
-		if err := mgr.GetClient().List(ctx, &list, &clientInNamespace{ns}); err != nil || len(list.Items) != len(shapes)+1 {
-			return fmt.Errorf("%d pods cached, %v", len(list.Items), err)
-		}
-		for _, p := range list.Items {
-			if p.Status.Phase != corev1.PodRunning {
-				return fmt.Errorf("pod %s %s in the cache", p.Name, p.Status.Phase)
-			}
-		}
-		return nil
-	})
+	harness.Eventually(t, patience, "the manager's cache holds the pods", podsCached(ctx, ns, len(shapes)+1))
 	s := newSyncer(t, ns, "quotes")
 	foreign(t, c, s)
 	for _, pod := range pods {
@@ -187,18 +176,7 @@ func TestAdaptations_AThousandReasonsOfATenantCountOnceAsUnknown(t *testing.T) {
 	}
 	// Both pods in the manager's cache before the syncer: each reason is
 	// reported once, for both.
-	harness.Eventually(t, patience, "the manager's cache holds the pods", func() error {
-		var list corev1.PodList
-		if err := mgr.GetClient().List(ctx, &list, &clientInNamespace{ns}); err != nil || len(list.Items) != 2 {
-			return fmt.Errorf("%d pods cached, %v", len(list.Items), err)
-		}
-		for _, p := range list.Items {
-			if p.Status.Phase != corev1.PodRunning {
-				return fmt.Errorf("pod %s %s in the cache", p.Name, p.Status.Phase)
-			}
-		}
-		return nil
-	})
+	harness.Eventually(t, patience, "the manager's cache holds the pods", podsCached(ctx, ns, 2))
 	s := newSyncer(t, ns, "notes")
 
 	harness.Eventually(t, patience, "the known reason, and one entry for the others", func() error {
@@ -249,4 +227,21 @@ func TestAdaptations_AThousandReasonsOfATenantCountOnceAsUnknown(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// podsCached waits for the manager's cache to hold n pods of namespace ns,
+// each running.
+func podsCached(ctx context.Context, ns string, n int) func() error {
+	return func() error {
+		var list corev1.PodList
+		if err := mgr.GetClient().List(ctx, &list, &clientInNamespace{ns}); err != nil || len(list.Items) != n {
+			return fmt.Errorf("%d pods cached, %v", len(list.Items), err)
+		}
+		for _, p := range list.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return fmt.Errorf("pod %s %s in the cache", p.Name, p.Status.Phase)
+			}
+		}
+		return nil
+	}
 }
