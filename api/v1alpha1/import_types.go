@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -43,6 +44,16 @@ type ImportPort struct {
 	// +optional
 	// +kubebuilder:default=Port
 	InstancePort InstancePort `json:"instancePort,omitempty"`
+	// AppProtocol is the port's application protocol, as a Service
+	// port's appProtocol (copied to the Service and its EndpointSlices):
+	// an IANA name such as http or https, a Kubernetes name such as
+	// kubernetes.io/h2c, or a domain-prefixed one such as
+	// mesh.example.com/grpc. Meshes, Gateway API implementations and
+	// Spring Cloud Kubernetes read it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+	AppProtocol string `json:"appProtocol,omitempty"`
 }
 
 // InstancePort names a port of a Eureka instance.
@@ -75,6 +86,52 @@ type ImportService struct {
 	// +listType=map
 	// +listMapKey=name
 	Ports []ImportPort `json:"ports,omitempty"`
+	// Labels are put on the Service (Spring Cloud Kubernetes' discovery
+	// client turns a Service's labels into its instances' metadata). Keys
+	// of kubernetes.io, k8s.io and eurekube.io are Kubernetes' and
+	// Eurekube's own, and refused here.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && size(k) <= 317)",message="a label key is a name of at most 63 characters (letters, digits, '-', '_', '.'), optionally prefixed by a DNS subdomain and '/'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63 && self[k].matches('^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$'))",message="a label value is at most 63 characters: letters, digits, '-', '_' and '.', beginning and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?(kubernetes[.]io|k8s[.]io|eurekube[.]io)/'))",message="keys of kubernetes.io, k8s.io and eurekube.io are Kubernetes' and Eurekube's own: choose another prefix"
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations are put on the Service. Keys of kubernetes.io, k8s.io
+	// and eurekube.io are refused, as for labels.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && size(k) <= 317)",message="an annotation key is a name of at most 63 characters (letters, digits, '-', '_', '.'), optionally prefixed by a DNS subdomain and '/'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?(kubernetes[.]io|k8s[.]io|eurekube[.]io)/'))",message="keys of kubernetes.io, k8s.io and eurekube.io are Kubernetes' and Eurekube's own: choose another prefix"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 4096)",message="an annotation value is at most 4096 characters here"
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// SessionAffinity is None (default) or ClientIP: kube-proxy then sends
+	// one client's connections to one endpoint, as a Service's
+	// sessionAffinity (the Multi-Cluster Services API's name too).
+	// +optional
+	// +kubebuilder:default=None
+	// +kubebuilder:validation:Enum=None;ClientIP
+	SessionAffinity corev1.ServiceAffinity `json:"sessionAffinity,omitempty"`
+	// SessionAffinityConfig is ClientIP affinity's timeout, as a
+	// Service's (default 10800 s).
+	// +optional
+	SessionAffinityConfig *corev1.SessionAffinityConfig `json:"sessionAffinityConfig,omitempty"`
+	// TrafficDistribution opts into zone routing, as a Service's:
+	// PreferClose (or its newer name PreferSameZone) has each endpoint
+	// carry a hint for its own zone (the instance's zone metadata), and
+	// kube-proxy then keeps a caller's traffic within its node's zone
+	// where an endpoint of that zone is ready. Unset (the default): no
+	// hints, and every caller reaches every zone. endpoint.zone is
+	// written either way.
+	// +optional
+	// +kubebuilder:validation:Enum=PreferClose;PreferSameZone
+	TrafficDistribution string `json:"trafficDistribution,omitempty"`
+	// LegacyEndpoints keeps a core/v1 Endpoints beside the slices (true,
+	// the default): Spring Cloud Kubernetes' DiscoveryClient reads
+	// Endpoints, which Kubernetes deprecates from 1.33. false: only
+	// EndpointSlices, and an Endpoints the import made goes.
+	// +optional
+	// +kubebuilder:default=true
+	LegacyEndpoints *bool `json:"legacyEndpoints,omitempty"`
 }
 
 // EurekaImportSpec says which Eureka app becomes which Service.
@@ -190,6 +247,7 @@ type SkippedApp struct {
 // +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="an import's name is at most 63 characters: it is the value of the label eurekube.io/import on what it makes"
 type EurekaImport struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -285,3 +343,13 @@ const (
 	// ReasonPatternCapReached: see ConditionAppsWithinCap.
 	ReasonPatternCapReached = "PatternCapReached"
 )
+
+// KeepsEndpoints is spec.service.legacyEndpoints, true unless set false.
+func (i *EurekaImport) KeepsEndpoints() bool {
+	return i.Spec.Service.LegacyEndpoints == nil || *i.Spec.Service.LegacyEndpoints
+}
+
+// WantsZoneHints is true when the import opts into zone routing
+// (spec.service.trafficDistribution): only then do its endpoints carry
+// hints, which kube-proxy follows on their own.
+func (i *EurekaImport) WantsZoneHints() bool { return i.Spec.Service.TrafficDistribution != "" }
