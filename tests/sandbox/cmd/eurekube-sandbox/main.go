@@ -27,9 +27,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -43,9 +47,11 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
@@ -190,13 +196,33 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// The import's status says its slices are written, not that kube-proxy
+	// routes them: it programs the Service as soon as it appears (no
+	// endpoints: refused) and then at most once a second, so a caller
+	// started at once can find it refusing. The caller starts once a pod's
+	// call on its path answers.
+	log.WithField("url", callee.url).Info("waiting until Service orders answers a pod through the cluster's DNS and kube-proxy")
+	probed, err := waitRoutable(ctx, c, imp.Namespace, callee.url)
+	if err != nil {
+		return err
+	}
+	log.WithFields(logrus.Fields{"took": probed.took.Round(10 * time.Millisecond), "failed_first": probed.failed, "answered_by": probed.answeredBy}).Info(probed.String())
 	log.WithField("url", callee.url).Info("starting a pod that calls Service orders every 100 ms, as a Go or Node pod would")
 	callerStats, err := startPodCaller(ctx, c, imp.Namespace, callee.url)
 	if err != nil {
 		return err
 	}
-	printWelcome(c, kubeconfig, spring, imp, callee, callerStats, tenancyWelcome(strings.ToUpper(app.Name), owner), time.Since(start))
+	first, err := waitFirstCalls(ctx, callerStats, firstCalls)
+	if err != nil {
+		return err
+	}
+	printWelcome(c, kubeconfig, spring, imp, callee, callerStats, first, tenancyWelcome(strings.ToUpper(app.Name), owner), time.Since(start))
 	if *exitWhenReady {
+		// The smoke test: a call that failed before the welcome is a real
+		// failure, as the import was routable before the caller started.
+		if first.Failed > 0 {
+			return fmt.Errorf("the pod caller's first %d calls: %d failed, last: %s (kubectl -n %s logs caller)", first.OK+first.Failed, first.Failed, first.LastError, imp.Namespace)
+		}
 		return nil
 	}
 	<-ctx.Done()
@@ -344,29 +370,183 @@ type callee struct {
 }
 
 // importTarget is the URL a pod calls the import's Service by: its DNS
-// name when the node's cluster DNS answers for it (as the kubelet tells
-// pods to ask it), else its ClusterIP, which kube-proxy serves without any
-// DNS.
+// name once the node's cluster DNS answers it with the ClusterIP (as the
+// kubelet tells pods to ask it; CoreDNS learns of a new Service from its
+// watch, a moment after it is made), else its ClusterIP, which kube-proxy
+// serves without any DNS.
 func importTarget(ctx context.Context, c *cluster.Cluster, imp *v1alpha1.EurekaImport) (callee, error) {
 	var svc corev1.Service
 	if err := c.Node.Client.Get(ctx, client.ObjectKey{Namespace: imp.Namespace, Name: imp.Status.ServiceName}, &svc); err != nil {
 		return callee{}, fmt.Errorf("read the import's Service: %w", err)
 	}
 	name := svc.Name + "." + svc.Namespace + ".svc"
-	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(node.NodeIP, "53"))
-	}}
-	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	addrs, err := resolver.LookupHost(rctx, name+".cluster.local")
-	if err == nil && slices.Contains(addrs, svc.Spec.ClusterIP) {
+	var why string
+	err := harness.Poll(ctx, time.Minute, 500*time.Millisecond, "the cluster's DNS answering "+name, func() error {
+		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		addrs, err := node.NodeResolver().LookupHost(rctx, name+"."+node.ClusterDomain)
+		switch {
+		case err == nil && slices.Contains(addrs, svc.Spec.ClusterIP):
+			return nil
+		case err == nil:
+			why = fmt.Sprintf("the node's DNS answers %v, not the ClusterIP", addrs)
+		default:
+			why = fmt.Sprintf("the node's DNS does not answer for %s (%v)", name, err)
+		}
+		return errors.New(why)
+	})
+	switch {
+	case err == nil:
 		return callee{url: "http://" + name + "/", byName: true}, nil
-	}
-	why := "this node runs no cluster DNS"
-	if err == nil {
-		why = fmt.Sprintf("the node's DNS answers %v, not the ClusterIP", addrs)
+	case ctx.Err() != nil:
+		return callee{}, ctx.Err()
 	}
 	return callee{url: "http://" + svc.Spec.ClusterIP + "/", why: why}, nil
+}
+
+// routable is what waitRoutable saw.
+type routable struct {
+	url string
+	// took: from the probe pod's start to the first answer; failed: the
+	// calls before it that failed, and how the last one did.
+	took      time.Duration
+	failed    int
+	lastError string
+	// answeredBy is the body of the first answer: the instance's name.
+	answeredBy string
+}
+
+func (r routable) String() string {
+	if r.failed == 0 {
+		return fmt.Sprintf("%s answered a pod at its first call", r.url)
+	}
+	return fmt.Sprintf("%s answered a pod after %d failed call(s) (the last: %s): kube-proxy had not routed it yet", r.url, r.failed, r.lastError)
+}
+
+// probePod is the pod waitRoutable calls through.
+const probePod = "caller-probe"
+
+// waitRoutable runs a pod in namespace that forwards every request to
+// url's host (`testapp proxy`): the pod resolves the name with the
+// cluster's DNS and connects through kube-proxy, as the caller will. It
+// sends GET / through the pod until the Service answers 200, then deletes
+// the pod. The proxy logs why each failed call failed (a refused
+// connection while kube-proxy has not programmed the endpoints yet).
+func waitRoutable(ctx context.Context, c *cluster.Cluster, namespace, target string) (routable, error) {
+	r := routable{url: target}
+	u, err := url.Parse(target)
+	if err != nil {
+		return r, err
+	}
+	to := u.Host
+	if u.Port() == "" {
+		to = net.JoinHostPort(u.Hostname(), "80")
+	}
+	port := strconv.Itoa(int(builders.PortNumber))
+	pod := builders.Pod(namespace, probePod, builders.Named(probePod), builders.Image(c.Node.Image("testapp")), builders.Restricted(),
+		func(p *corev1.Pod) {
+			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
+			ct := &p.Spec.Containers[0]
+			ct.ImagePullPolicy = corev1.PullNever
+			ct.Args = []string{"proxy", "-listen", ":" + port, "-to", to, "-exit-after-sigterm", "0s"}
+		})
+	if err := c.Node.Client.Create(ctx, pod); err != nil {
+		return r, fmt.Errorf("create the pod %s: %w", probePod, err)
+	}
+	defer deletePod(c, pod)
+	err = harness.Poll(ctx, 2*time.Minute, 200*time.Millisecond, "the pod "+probePod+" running", func() error {
+		if err := c.Node.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.Status.PodIP == "" || !containerRunning(pod) {
+			return fmt.Errorf("pod %s/%s: phase %s, IP %q", pod.Namespace, pod.Name, pod.Status.Phase, pod.Status.PodIP)
+		}
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	through := "http://" + net.JoinHostPort(pod.Status.PodIP, port) + "/"
+	hc := &http.Client{Timeout: 5 * time.Second}
+	start := time.Now()
+	calls := 0
+	err = harness.Poll(ctx, 2*time.Minute, 100*time.Millisecond, target+" answering through the pod "+probePod, func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, through, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			// The proxy itself not listening yet: not a call to the
+			// Service.
+			return fmt.Errorf("the pod %s: %w", probePod, err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 1024))
+		if err != nil {
+			return err
+		}
+		calls++
+		if resp.StatusCode != http.StatusOK {
+			r.failed++
+			return fmt.Errorf("GET %s through the pod %s: %s", target, probePod, resp.Status)
+		}
+		r.answeredBy = strings.TrimSpace(string(body))
+		return nil
+	})
+	r.took = time.Since(start)
+	if r.failed > 0 {
+		r.lastError = lastProxyError(ctx, c, pod)
+	}
+	if err != nil {
+		return r, fmt.Errorf("%w (the pod's proxy: %s)", err, r.lastError)
+	}
+	return r, nil
+}
+
+// lastProxyError is the last failure `testapp proxy` logged in pod: why
+// its last failed call failed.
+func lastProxyError(ctx context.Context, c *cluster.Cluster, pod *corev1.Pod) string {
+	out, err := c.Clientset.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		return fmt.Sprintf("no log: %v", err)
+	}
+	return proxyError(string(out))
+}
+
+// proxyError is the last failure in a `testapp proxy` log (httputil's
+// "http: proxy error: …" lines).
+func proxyError(log string) string {
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if _, after, ok := strings.Cut(lines[i], "proxy error: "); ok {
+			return after
+		}
+	}
+	return "not logged"
+}
+
+// containerRunning reports whether pod's container runs.
+func containerRunning(pod *corev1.Pod) bool {
+	return len(pod.Status.ContainerStatuses) > 0 && pod.Status.ContainerStatuses[0].State.Running != nil
+}
+
+// deletePod deletes pod and waits until it is gone, so that the welcome's
+// kubectl get pods does not list it terminating; it outlives an
+// interrupted start-up.
+func deletePod(c *cluster.Cluster, pod *corev1.Pod) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Node.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+		return
+	}
+	_ = harness.Poll(ctx, time.Minute, 200*time.Millisecond, "the pod "+pod.Name+" gone", func() error {
+		err := c.Node.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("pod %s/%s still there (%v)", pod.Namespace, pod.Name, err)
+	})
 }
 
 // startPodCaller runs `testapp call` in a pod of namespace: every 100 ms it
@@ -401,7 +581,50 @@ func startPodCaller(ctx context.Context, c *cluster.Cluster, namespace, url stri
 	return "http://" + net.JoinHostPort(pod.Status.PodIP, port) + "/stats", nil
 }
 
-func printWelcome(c *cluster.Cluster, kubeconfig string, spring *harness.SpringClient, imp *v1alpha1.EurekaImport, to callee, callerStats, tenancy string, took time.Duration) {
+// firstCalls is how many calls the pod caller makes before the welcome,
+// which shows their counts (about a second of calls).
+const firstCalls = 10
+
+// waitFirstCalls waits until the caller at statsURL has made n calls, and
+// returns its counts.
+func waitFirstCalls(ctx context.Context, statsURL string, n int64) (harness.SpringStats, error) {
+	var st harness.SpringStats
+	hc := &http.Client{Timeout: 5 * time.Second}
+	err := harness.Poll(ctx, time.Minute, 200*time.Millisecond, fmt.Sprintf("the pod caller's first %d calls", n), func() error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, statsURL, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("GET %s: %s", statsURL, resp.Status)
+		}
+		st = harness.SpringStats{}
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			return fmt.Errorf("GET %s: %w", statsURL, err)
+		}
+		if st.OK+st.Failed < n {
+			return fmt.Errorf("%d calls so far", st.OK+st.Failed)
+		}
+		return nil
+	})
+	return st, err
+}
+
+// callerCounts is the welcome's line of the caller's counts so far.
+func callerCounts(st harness.SpringStats) string {
+	line := fmt.Sprintf("so far: %d calls, ok %d, failed %d", st.OK+st.Failed, st.OK, st.Failed)
+	if st.Failed > 0 {
+		line += " (the last: " + st.LastError + ")"
+	}
+	return line
+}
+
+func printWelcome(c *cluster.Cluster, kubeconfig string, spring *harness.SpringClient, imp *v1alpha1.EurekaImport, to callee, callerStats string, first harness.SpringStats, tenancy string, took time.Duration) {
 	eureka := "http://" + c.Peers.Servers[0].Addr()
 	var others []string
 	for _, p := range c.Peers.Servers[1:] {
@@ -427,9 +650,10 @@ Eurekube sandbox is up (%s).
 	}
 	fmt.Printf(`  Pod caller         curl -s %s   (a pod calling %s every 100 ms,
                      %s; kubectl -n %s logs caller lists failed calls)
+                     %[6]s; it started once the Service answered a pod
                      kubectl -n %[4]s run call --rm -i --restart=Never --image=%[5]s --image-pull-policy=Never -- hook %[2]s
                        one call from a new pod: it exits 0 once answered (2xx), else says why
-`, callerStats, to.url, how, imp.Namespace, c.Node.Image("testapp"))
+`, callerStats, to.url, how, imp.Namespace, c.Node.Image("testapp"), callerCounts(first))
 	fmt.Printf(`
   Try                kubectl -n shop rollout restart deploy/orders   (the client's "failed" stays 0)
                      kubectl -n shop scale deploy/orders --replicas 5
