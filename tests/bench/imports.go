@@ -66,6 +66,20 @@ func measureImportsOnce(ctx context.Context, o ScaleOptions, sc Scenario, m Buil
 			return importedSlicesRight(ctx, env.k8s, sc)
 		},
 		bareWrites: func(ctx context.Context) (bareWrites, error) { return bareImportWrites(ctx, env, sc) },
+		afterSteady: func(ctx context.Context, mgr *manager) error {
+			if sc.ChangedAppInstances == 0 {
+				return nil
+			}
+			changes, err := measureImportChanges(ctx, env, sc.ImportedApps, sc.ChangedAppInstances,
+				func() (float64, error) { return reconciles(mgr.MetricsURL(), importController) })
+			if err != nil {
+				return fmt.Errorf("single-instance changes: %w", err)
+			}
+			run.changes = &changes
+			worst := changes.worst()
+			log.WithFields(logrus.Fields{"slices": changes.slices, "most_writes": worst.writes.total(), "by": worst.what}).Info("single-instance changes counted")
+			return nil
+		},
 	}, &run)
 	return run, err
 }
@@ -192,6 +206,9 @@ func addImportFigures(r *Results, o ScaleOptions, sc Scenario, now scaleRun) {
 			sc.ImportedApps, sc.InstancesPerApp, importInstancePort, sc.Namespaces, o.ResyncPeriod, sc.InstancesPerApp, sc.InstancesPerApp, sc.InstancesPerApp, importInstancePort, scaleWorkers),
 		IfMissed: "until every import was right the manager made " + work + "; " + now.apiCPU.String() + "; " + now.floor(),
 	})
+	if c := now.changes; c != nil {
+		addSliceWritesFigure(r, id, sc, *c)
+	}
 	r.Add(Figure{
 		ID: id + ".peak_rss", Section: SectionReconciler, Name: sc.Name + ": manager peak RSS",
 		Value: MiB(now.mem.HWMKiB), Unit: "MiB", Target: target(targets.PeakRSSMiB),
@@ -213,5 +230,23 @@ func addImportFigures(r *Results, o ScaleOptions, sc Scenario, now scaleRun) {
 		ID: id + ".api_requests_per_resync", Section: SectionReconciler, Name: sc.Name + ": API requests per resync",
 		Value: now.windowAPI.total() / now.resyncs, Unit: "requests", Anchor: now.apiPerResync(),
 		Method: "the kube-apiserver's apiserver_request_total over the same steady-state window, divided by the resyncs in it: with nothing changing in Eureka, a write here is one the import reconciler could have left out.",
+	})
+}
+
+// addSliceWritesFigure records the EndpointSlice writes of the worst
+// single-instance change, beside the slices the import has.
+func addSliceWritesFigure(r *Results, id string, sc Scenario, c importChanges) {
+	worst := c.worst()
+	var each []string
+	for _, ch := range c.changes {
+		each = append(each, fmt.Sprintf("%s: %d (%s; in the status after %s s)", ch.what, ch.writes.total(), ch.writes, formatValue(ch.took.Seconds())))
+	}
+	r.Add(Figure{
+		ID: id + ".slice_writes_per_change", Section: SectionReconciler, Name: sc.Name + ": EndpointSlice writes per single-instance Eureka change",
+		Value: float64(worst.writes.total()), Unit: "writes", Target: Max(1),
+		Anchor: fmt.Sprintf("the import of %d instances has %d slices, what re-cutting them writes; by change: %s", c.instances, c.slices, strings.Join(each, "; ")),
+		Method: fmt.Sprintf("once the steady state is measured, with the manager still running, one more app (%s) of %d instances is registered and imported in %s, and once its status reads %d/%d with its slices holding them, and the manager has reconciled every import once more, Eureka is changed one instance at a time: one instance re-registered DOWN, then UP again, one added whose address (10.200.0.10) sorts before every other, one cancelled. A watch of the import's EndpointSlices (by the %s label, from a listed resource version) counts every create, update and delete, each a new resourceVersion, from the change until the import's status and slices show it and the manager has then reconciled every import once more (each once per resync), so a write a later resync makes for the change counts too. The figure is the change that wrote the most; its instances are cancelled afterwards.",
+			changedApp, c.instances, importNamespace(0), c.instances, c.instances, discoveryv1.LabelServiceName),
+		IfMissed: fmt.Sprintf("the change %q wrote %d of the import's %d slices (%s): one instance's endpoint is in one slice, so every write beyond one moved endpoints that did not change", worst.what, worst.writes.total(), c.slices, worst.writes),
 	})
 }

@@ -48,7 +48,7 @@ type Options struct {
 	// -before).
 	Before string
 	// Scenarios, when set, picks the reconciler's scenarios by id
-	// ("1000x20", "1000x20_upgrade", "import_1000x10").
+	// ("1000x20", "1000x20_upgrade", "import_1000x10"; quick: "import_20x10").
 	Scenarios []string
 	// AllowDirty measures a tree with uncommitted changes; without it Run
 	// refuses, as its report would name a commit it did not measure.
@@ -75,7 +75,8 @@ func SizesFor(quick bool) Sizes {
 		return Sizes{
 			Creates: 150, HandlerRequests: 300, HandlerDuration: 2 * time.Second, HandlerClients: 8,
 			RegistrarSamples: 3, RegistrarWindow: 65 * time.Second,
-			Scale:        []Scenario{{Name: "10 syncers × 20 pods", Namespaces: 2, SyncersPerNamespace: 5, PodsPerSyncer: 20}, {Name: "1 syncer × 500 pods", Namespaces: 1, SyncersPerNamespace: 1, PodsPerSyncer: 500}},
+			Scale: []Scenario{{Name: "10 syncers × 20 pods", Namespaces: 2, SyncersPerNamespace: 5, PodsPerSyncer: 20}, {Name: "1 syncer × 500 pods", Namespaces: 1, SyncersPerNamespace: 1, PodsPerSyncer: 500},
+				{Name: "20 imported apps × 10 instances", Namespaces: 2, ImportedApps: 20, InstancesPerApp: 10, ChangedAppInstances: 250}},
 			ResyncPeriod: 5 * time.Second, ResyncsCounted: 4,
 		}
 	}
@@ -93,8 +94,10 @@ func SizesFor(quick bool) Sizes {
 			// Issue 30: the first pass after an upgrade from a release
 			// whose pods lack what the webhook writes now.
 			{Name: "1,000 syncers × 20 pods, after an upgrade", Namespaces: 50, SyncersPerNamespace: 20, PodsPerSyncer: 20, Upgrade: true},
-			// Issue 29: the cost of imports independent of their number.
-			{Name: "1,000 imported apps × 10 instances", Namespaces: 50, ImportedApps: 1000, InstancesPerApp: 10,
+			// Issue 29: the cost of imports independent of their number;
+			// issue 42: one slice written at most per single-instance
+			// change, in an import of 250 instances (3 slices).
+			{Name: "1,000 imported apps × 10 instances", Namespaces: 50, ImportedApps: 1000, InstancesPerApp: 10, ChangedAppInstances: 250,
 				Targets: &ScaleTargets{TimeToRightSeconds: 10, RequestsPerResync: 2}},
 		},
 		ResyncPeriod: 10 * time.Second, ResyncsCounted: 6,

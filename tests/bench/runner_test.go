@@ -35,7 +35,7 @@ func TestRun_WritesTheReportFromRealParts(t *testing.T) {
 			RegistrarSamples: 1, RegistrarWindow: 5 * time.Second,
 			Scale: []Scenario{{Name: "2 syncers × 3 pods", Namespaces: 1, SyncersPerNamespace: 2, PodsPerSyncer: 3},
 				{Name: "2 syncers × 3 pods, after an upgrade", Namespaces: 1, SyncersPerNamespace: 2, PodsPerSyncer: 3, Upgrade: true},
-				{Name: "2 imported apps × 3 instances", Namespaces: 1, ImportedApps: 2, InstancesPerApp: 3}},
+				{Name: "2 imported apps × 3 instances", Namespaces: 1, ImportedApps: 2, InstancesPerApp: 3, ChangedAppInstances: 101}},
 			ResyncPeriod: time.Second, ResyncsCounted: 3, // a window of a few resyncs: one 1 s resync may pass without a reconcile on a busy machine
 		},
 		OutDir: out, WorkDir: t.TempDir(), Log: log,
@@ -50,6 +50,7 @@ func TestRun_WritesTheReportFromRealParts(t *testing.T) {
 	}
 	for _, want := range []string{"pod CREATE p99, Eurekube ÷ precomputed patch", "handler p99, one client", "2 syncers × 3 pods: manager peak RSS", "2 syncers × 3 pods, after an upgrade: manager start → every status right", "2 imported apps × 3 instances: manager start → every import's slices right",
 		"what the pass cannot do without, done by the bench alone",
+		"2 imported apps × 3 instances: EndpointSlice writes per single-instance Eureka change", "the import of 101 instances has 2 slices",
 		"pod CREATE p50 through a no-op webhook", "pod CREATE p99 without a webhook", "kube-apiserver v",
 		"app healthy → UP on the server, slowest", "SIGTERM → gone from the server, slowest", "Eureka requests per instance per minute", "RSS, registered and probing"} {
 		if !strings.Contains(string(data), want) {

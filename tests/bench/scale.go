@@ -41,6 +41,12 @@ type Scenario struct {
 	// syncers: that many apps of InstancesPerApp instances each on VMs,
 	// and one EurekaImport of each app, across Namespaces.
 	ImportedApps, InstancesPerApp int
+	// ChangedAppInstances, when set in an import scenario, imports one
+	// more app of that many instances once the steady state is measured,
+	// and changes it in Eureka one instance at a time, counting the
+	// EndpointSlice writes each change causes (importchanges.go). Over
+	// 100 instances its import has more than one slice.
+	ChangedAppInstances int
 	// Targets the issues set for this shape; nil: none.
 	Targets *ScaleTargets
 }
@@ -134,7 +140,10 @@ type scaleRun struct {
 	cachedPods int
 	// bare: the pass's writes made by the bench alone (zero when the
 	// scenario has none).
-	bare          bareWrites
+	bare bareWrites
+	// changes: the single-instance changes of an import scenario and the
+	// slice writes of each (nil when it makes none).
+	changes       *importChanges
 	reconciles    float64 // until every status was right
 	reconcileSecs float64 // their summed duration
 	syncers, pods int
@@ -225,6 +234,10 @@ type managedObjects struct {
 	// as the bench alone, once the manager has stopped: the anchor of how
 	// fast any controller could make them here. It says what it wrote.
 	bareWrites func(context.Context) (bareWrites, error)
+	// afterSteady, when set, runs while the manager still runs, once the
+	// steady state, the memory and the profiles are read, so that what it
+	// does changes none of them.
+	afterSteady func(context.Context, *manager) error
 }
 
 // bareWrites is what a scenario's bareWrites made, and what that took.
@@ -326,6 +339,11 @@ func measureManager(ctx context.Context, o ScaleOptions, env *scaleEnv, log logr
 	run.apiCPU = api.cpu
 	if err := errors.Join(<-profiled, api.err, mgr.profile(ctx, "heap", filepath.Join(dir, "heap.prof"))); err != nil {
 		log.WithError(err).Warn("no profile of this manager")
+	}
+	if objs.afterSteady != nil {
+		if err := objs.afterSteady(ctx, mgr); err != nil {
+			return fmt.Errorf("%w (manager log %s)", err, mgr.LogPath())
+		}
 	}
 	// What reading the pods, and making the pass's writes, cost the API
 	// server and a client alone, for the floor: timed with the manager
