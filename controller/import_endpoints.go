@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -41,12 +42,13 @@ import (
 const maxEndpointsAddresses = 1000
 
 // planEndpoints is the Endpoints of svc whose slices are slices: one
-// subset per set of instance ports (IPv4 and IPv6 addresses together),
-// a ready endpoint's address in addresses, the others' in
-// notReadyAddresses, ports named as the Service's. An address two
-// instances share (one VM's stale and new registration on one port) is
-// listed once, ready if either is.
-func planEndpoints(svc *corev1.Service, slices []discoveryv1.EndpointSlice) corev1.Endpoints {
+// subset per set of ports (IPv4 and IPv6 addresses together), a ready
+// endpoint's address in addresses, the others' in notReadyAddresses,
+// ports named as the Service's. As Kubernetes' endpoints controller, it
+// lists only the addresses of the Service's primary IP family (families'
+// first; nil: every family). An address two slices share is listed once,
+// ready if either says so.
+func planEndpoints(svc *corev1.Service, families []corev1.IPFamily, slices []discoveryv1.EndpointSlice) corev1.Endpoints {
 	eps := corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name,
 		Labels: map[string]string{ImportLabel: svc.Labels[ImportLabel], discoveryv1.LabelSkipMirror: "true"}}}
 	type subset struct {
@@ -55,17 +57,19 @@ func planEndpoints(svc *corev1.Service, slices []discoveryv1.EndpointSlice) core
 	}
 	byPorts := map[string]*subset{}
 	for _, s := range slices {
-		var ports []corev1.EndpointPort
-		var numbers []int32
-		for _, p := range s.Ports {
-			ports = append(ports, corev1.EndpointPort{Name: *p.Name, Port: *p.Port, Protocol: *p.Protocol})
-			numbers = append(numbers, *p.Port)
+		if len(families) > 0 && string(s.AddressType) != string(families[0]) {
+			continue
 		}
-		key := fmt.Sprint(numbers)
-		ss := byPorts[key]
+		var ports []corev1.EndpointPort
+		var key strings.Builder
+		for _, p := range s.Ports {
+			ports = append(ports, corev1.EndpointPort{Name: *p.Name, Port: *p.Port, Protocol: *p.Protocol, AppProtocol: p.AppProtocol})
+			fmt.Fprintf(&key, "%s=%d ", *p.Name, *p.Port)
+		}
+		ss := byPorts[key.String()]
 		if ss == nil {
 			ss = &subset{ports: ports, ready: map[string]bool{}}
-			byPorts[key] = ss
+			byPorts[key.String()] = ss
 		}
 		for _, ep := range s.Endpoints {
 			ready := ep.Conditions.Ready != nil && *ep.Conditions.Ready
@@ -212,6 +216,45 @@ func (r *importReconciler) applyEndpoints(ctx context.Context, imp *v1alpha1.Eur
 	}
 	if err := r.client.Update(ctx, &got); err != nil {
 		return "", fmt.Errorf("update Endpoints %s: %w", got.Name, err)
+	}
+	return "", nil
+}
+
+// keepEndpoints keeps the import's Endpoints what want says, or, where the
+// import keeps none (legacyEndpoints: false), deletes the one it made. It
+// returns a message naming the owner of an Endpoints of the Service's name
+// the import did not make, when it keeps one, or when the Service is about
+// to be made (creating): Kubernetes' EndpointSlice mirroring controller
+// would turn a stranger's Endpoints into slices of the import's
+// selector-less Service.
+func (r *importReconciler) keepEndpoints(ctx context.Context, imp *v1alpha1.EurekaImport, want *corev1.Endpoints, creating bool) (owner string, err error) {
+	if imp.KeepsEndpoints() {
+		return r.applyEndpoints(ctx, imp, want)
+	}
+	key := client.ObjectKeyFromObject(want)
+	var got corev1.Endpoints
+	// The cache holds only Endpoints labelled as an import's.
+	switch err := r.client.Get(ctx, key, &got); {
+	case err == nil && metav1.IsControlledBy(&got, imp):
+		if err := r.client.Delete(ctx, &got, client.Preconditions{UID: &got.UID}); client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("delete Endpoints %s (legacyEndpoints is false): %w", key.Name, err)
+		}
+		return "", nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return "", fmt.Errorf("read Endpoints %s: %w", key.Name, err)
+	case err == nil:
+		return notOwnedMessage("Endpoints", &got), nil
+	}
+	if !creating {
+		return "", nil
+	}
+	switch err := r.apiReader.Get(ctx, key, &got); {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read Endpoints %s: %w", key.Name, err)
+	case !metav1.IsControlledBy(&got, imp):
+		return notOwnedMessage("Endpoints", &got), nil
 	}
 	return "", nil
 }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
@@ -38,8 +38,14 @@ func randomImport(r *rand.Rand) *v1alpha1.EurekaImport {
 	if r.IntN(2) == 0 {
 		imp.Spec.Service.Type = v1alpha1.ImportHeadless
 	}
+	if r.IntN(3) == 0 {
+		imp.Spec.Service.TrafficDistribution = "PreferClose"
+	}
 	for i := range r.IntN(3) { // none: the default port
 		p := v1alpha1.ImportPort{Name: fmt.Sprintf("p%d-%s", i, randomLabel(r, 8)), Port: int32(80 + i)}
+		if r.IntN(2) == 0 {
+			p.AppProtocol = []string{"http", "https", "kubernetes.io/h2c", "example.com/grpc"}[r.IntN(4)]
+		}
 		if r.IntN(3) == 0 {
 			p.InstancePort = v1alpha1.InstancePortSecure
 		} else if r.IntN(2) == 0 {
@@ -104,47 +110,25 @@ func randomInstances(r *rand.Rand, n int) []eureka.Instance {
 	return out
 }
 
-// wantEndpoint is what an instance must become, computed apart from the
-// plan: the API server's own rules for slice addresses
-// (ValidateEndpointIP), and the ports the Service reaches. ok is false for
-// an instance that must be left out.
-func wantEndpoint(imp *v1alpha1.EurekaImport, inst *eureka.Instance) (key string, ok bool) {
-	ip := net.ParseIP(inst.IPAddr) // no zones, no host names
-	if ip == nil || ip.IsUnspecified() || ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() {
-		return "", false
-	}
-	addrType := discoveryv1.AddressTypeIPv6
-	if ip.To4() != nil {
-		addrType, ip = discoveryv1.AddressTypeIPv4, ip.To4()
-	}
-	var ports []string
-	for _, p := range imp.EffectivePorts() {
-		port, enabled := inst.Port, inst.PortEnabled
-		if p.InstancePort == v1alpha1.InstancePortSecure {
-			port, enabled = inst.SecurePort, inst.SecurePortEnabled
-		}
-		if !enabled || port < 1 || port > 65535 {
-			return "", false
-		}
-		ports = append(ports, fmt.Sprintf("%s=%d", p.Name, port))
-	}
-	zone := inst.Metadata[sidecar.MetaZone]
-	if len(validation.IsValidLabelValue(zone)) > 0 {
-		zone = ""
-	}
-	return endpointKey(addrType, ip.String(), ports, inst.Status == eureka.StatusUp, zone), true
-}
+// proxyView is what kube-proxy routes to for each Service port name:
+// address:port → ready. It fails the test when two endpoints give one
+// address and port of one Service port, as kube-proxy then keeps either at
+// random.
+type proxyView map[string]map[string]bool
 
-func endpointKey(addrType discoveryv1.AddressType, addr string, ports []string, ready bool, zone string) string {
-	return fmt.Sprintf("%s %s %v ready=%t zone=%q", addrType, addr, ports, ready, zone)
-}
-
-// gotEndpoints are the plan's endpoints as keys like wantEndpoint's, after
-// checking each endpoint and slice is one the API server takes.
-func gotEndpoints(t *testing.T, seed uint64, imp *v1alpha1.EurekaImport, plan *importPlan) []string {
+// kubeProxyView reads the plan's slices as kube-proxy does, after checking
+// each slice and endpoint against Kubernetes' rules for EndpointSlices
+// (and the controller's: at most 100 endpoints, none empty).
+func kubeProxyView(t *testing.T, seed uint64, imp *v1alpha1.EurekaImport, plan *importPlan) proxyView {
 	t.Helper()
-	var keys []string
+	view := proxyView{}
 	names := map[string]bool{}
+	var svcPortNames []string
+	appProtocol := map[string]string{}
+	for _, p := range imp.EffectivePorts() {
+		svcPortNames = append(svcPortNames, p.Name)
+		appProtocol[p.Name] = p.AppProtocol
+	}
 	for _, s := range plan.slices {
 		fail := func(format string, args ...any) {
 			t.Helper()
@@ -164,21 +148,29 @@ func gotEndpoints(t *testing.T, seed uint64, imp *v1alpha1.EurekaImport, plan *i
 			s.Labels[discoveryv1.LabelServiceName] != plan.service.Name {
 			fail("namespace %q, labels %v: not the import's", s.Namespace, s.Labels)
 		}
+		if s.AddressType != discoveryv1.AddressTypeIPv4 && s.AddressType != discoveryv1.AddressTypeIPv6 {
+			fail("address type %s", s.AddressType)
+		}
 		var portNames []string
-		var ports []string
 		for _, p := range s.Ports {
 			portNames = append(portNames, *p.Name)
-			ports = append(ports, fmt.Sprintf("%s=%d", *p.Name, *p.Port))
-			if *p.Protocol != corev1.ProtocolTCP {
-				fail("port %s protocol %s", *p.Name, *p.Protocol)
+			if *p.Protocol != corev1.ProtocolTCP || *p.Port < 1 || *p.Port > 65535 {
+				fail("port %s %d/%s", *p.Name, *p.Port, *p.Protocol)
+			}
+			if got := ptr.Deref(p.AppProtocol, ""); got != appProtocol[*p.Name] {
+				fail("port %s appProtocol %q, the import's %q", *p.Name, got, appProtocol[*p.Name])
 			}
 		}
-		var svcPortNames []string
-		for _, p := range plan.service.Spec.Ports {
-			svcPortNames = append(svcPortNames, p.Name)
-		}
-		if !slices.Equal(portNames, svcPortNames) {
-			fail("port names %v, the Service's %v", portNames, svcPortNames)
+		// The Service's port names, some left out, in its order.
+		if i := 0; len(portNames) == 0 || !slices.ContainsFunc([][]string{portNames}, func(ns []string) bool {
+			for _, n := range svcPortNames {
+				if i < len(ns) && ns[i] == n {
+					i++
+				}
+			}
+			return i == len(ns)
+		}) {
+			fail("port names %v are not the Service's %v, some left out", portNames, svcPortNames)
 		}
 		for _, ep := range s.Endpoints {
 			if len(ep.Addresses) != 1 {
@@ -192,78 +184,154 @@ func gotEndpoints(t *testing.T, seed uint64, imp *v1alpha1.EurekaImport, plan *i
 			if c.Ready == nil || c.Serving == nil || *c.Ready != *c.Serving || c.Terminating == nil || *c.Terminating {
 				fail("endpoint %s conditions %+v: want ready = serving, not terminating", ep.Addresses[0], c)
 			}
-			zone := ""
-			if ep.Zone != nil {
-				zone = *ep.Zone
-				if ep.Hints == nil || len(ep.Hints.ForZones) != 1 || ep.Hints.ForZones[0].Name != zone || len(validation.IsValidLabelValue(zone)) > 0 {
-					fail("endpoint %s zone %q hints %+v", ep.Addresses[0], zone, ep.Hints)
-				}
-			} else if ep.Hints != nil {
-				fail("endpoint %s hints without a zone", ep.Addresses[0])
+			zone := ptr.Deref(ep.Zone, "")
+			if ep.Zone != nil && (zone == "" || len(validation.IsValidLabelValue(zone)) > 0) {
+				fail("endpoint %s zone %q", ep.Addresses[0], zone)
 			}
-			keys = append(keys, endpointKey(s.AddressType, ep.Addresses[0], ports, *c.Ready, zone))
+			switch {
+			case !imp.WantsZoneHints() || ep.Zone == nil:
+				if ep.Hints != nil {
+					fail("endpoint %s hints %+v, not asked for (or no zone)", ep.Addresses[0], ep.Hints)
+				}
+			case ep.Hints == nil || len(ep.Hints.ForZones) != 1 || ep.Hints.ForZones[0].Name != zone:
+				fail("endpoint %s zone %q hints %+v", ep.Addresses[0], zone, ep.Hints)
+			}
+			for _, p := range s.Ports {
+				if view[*p.Name] == nil {
+					view[*p.Name] = map[string]bool{}
+				}
+				hp := net.JoinHostPort(ep.Addresses[0], fmt.Sprint(*p.Port))
+				if _, twice := view[*p.Name][hp]; twice {
+					fail("%s is in two endpoints of port %s: kube-proxy keeps either", hp, *p.Name)
+				}
+				view[*p.Name][hp] = *c.Ready
+			}
 		}
 	}
-	return keys
+	return view
 }
 
-func TestImportPlan_EveryAddressableInstanceIsOneEndpointReadyWhenUp(t *testing.T) {
+// modelView is what kube-proxy must route to, computed from the instances
+// apart from the plan: the API server's rules for slice addresses
+// (ValidateEndpointIP), the Service's families (nil: any), and for each
+// Service port each instance's enabled port, ready if any instance
+// serving that address and port is UP. It returns how many instances
+// serve nothing.
+func modelView(imp *v1alpha1.EurekaImport, insts []eureka.Instance, families []corev1.IPFamily) (proxyView, int) {
+	view := proxyView{}
+	left := 0
+	for _, inst := range insts {
+		ip := net.ParseIP(inst.IPAddr) // no zones, no host names
+		if ip == nil || ip.IsUnspecified() || ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() {
+			left++
+			continue
+		}
+		family := corev1.IPv6Protocol
+		if ip.To4() != nil {
+			family, ip = corev1.IPv4Protocol, ip.To4()
+		}
+		if families != nil && !slices.Contains(families, family) {
+			left++
+			continue
+		}
+		served := 0
+		for _, p := range imp.EffectivePorts() {
+			port, enabled := inst.Port, inst.PortEnabled
+			if p.InstancePort == v1alpha1.InstancePortSecure {
+				port, enabled = inst.SecurePort, inst.SecurePortEnabled
+			}
+			if !enabled || port < 1 || port > 65535 {
+				continue
+			}
+			served++
+			if view[p.Name] == nil {
+				view[p.Name] = map[string]bool{}
+			}
+			hp := net.JoinHostPort(ip.String(), fmt.Sprint(port))
+			view[p.Name][hp] = view[p.Name][hp] || inst.Status == eureka.StatusUp
+		}
+		if served == 0 {
+			left++
+		}
+	}
+	return view, left
+}
+
+// randomFamilies are a Service's IP families: nil (not known yet), one,
+// or both.
+func randomFamilies(r *rand.Rand) []corev1.IPFamily {
+	return [][]corev1.IPFamily{nil, {corev1.IPv4Protocol}, {corev1.IPv6Protocol}, {corev1.IPv4Protocol, corev1.IPv6Protocol}}[r.IntN(4)]
+}
+
+// sizes are the registries' sizes the properties run over: small ones,
+// past a slice's 100, and past a thousand.
+func planSize(r *rand.Rand, seed uint64) int {
+	switch {
+	case seed%25 == 0:
+		return 1000 + r.IntN(1500)
+	case seed%5 == 0:
+		return 100 + r.IntN(400)
+	}
+	return r.IntN(60)
+}
+
+// The slices are what Kubernetes takes, and kube-proxy routes to exactly
+// what the instances say: each address and port once, ready if any of its
+// instances is UP; every instance that serves nothing is named.
+func TestImportPlan_KubeProxyRoutesToWhatEurekaSays(t *testing.T) {
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 29))
 		imp := randomImport(r)
-		n := r.IntN(40)
-		if seed%10 == 0 {
-			n = 150 + r.IntN(300) // past a slice's 100
+		families := randomFamilies(r)
+		taken := importedInstances(imp, randomInstances(r, planSize(r, seed)), planTestCluster)
+		var existing []discoveryv1.EndpointSlice
+		if r.IntN(2) == 0 { // over what an earlier registry left
+			existing = planImport(imp, importedInstances(imp, randomInstances(r, planSize(r, seed)), planTestCluster), families, nil).slices
 		}
-		all := randomInstances(r, n)
-		taken := importedInstances(imp, all, planTestCluster)
-		plan := planImport(imp, taken)
-
-		var want []string
-		var ready int32
-		for i := range taken {
-			if key, ok := wantEndpoint(imp, &taken[i]); ok {
-				want = append(want, key)
-				if taken[i].Status == eureka.StatusUp {
+		plan := planImport(imp, taken, families, existing)
+		got := kubeProxyView(t, seed, imp, &plan)
+		want, left := modelView(imp, taken, families)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("seed %d: kube-proxy routes to\n%v\nEureka says\n%v", seed, got, want)
+		}
+		if len(plan.leftOut) != left {
+			t.Fatalf("seed %d: %d instance(s) named as left out, %d serve nothing: %v", seed, len(plan.leftOut), left, plan.leftOutNames())
+		}
+		var ready, total int32
+		for _, s := range plan.slices {
+			for _, ep := range s.Endpoints {
+				total++
+				if *ep.Conditions.Ready {
 					ready++
 				}
 			}
 		}
-		got := gotEndpoints(t, seed, imp, &plan)
-		sort.Strings(want)
-		sort.Strings(got)
-		if !slices.Equal(got, want) {
-			t.Fatalf("seed %d: endpoints\n%s\nwant\n%s", seed, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		if plan.total != total || plan.ready != ready {
+			t.Fatalf("seed %d: counts %d/%d, the slices hold %d/%d", seed, plan.ready, plan.total, ready, total)
 		}
-		if plan.total != int32(len(got)) || plan.ready != ready {
-			t.Fatalf("seed %d: counts %d/%d, the slices hold %d/%d", seed, plan.ready, plan.total, ready, len(got))
-		}
-		if left := len(taken) - len(want); len(plan.unaddressable) != left {
-			t.Fatalf("seed %d: %d instance(s) named as left out, %d left out: %v", seed, len(plan.unaddressable), left, plan.unaddressable)
+		// Planned again over what it wrote, it writes nothing.
+		again := planImport(imp, taken, families, plan.slices)
+		if again.writes() != 0 {
+			t.Fatalf("seed %d: planned over its own slices, it writes %d", seed, again.writes())
 		}
 	}
 }
 
-func TestImportPlan_SlicesAreAsFewAsTheirShapesAllow(t *testing.T) {
+func TestImportPlan_SlicesFromScratchAreAsFewAsTheirShapesAllow(t *testing.T) {
 	for seed := range uint64(100) {
 		r := rand.New(rand.NewPCG(seed, 2900))
 		imp := randomImport(r)
-		plan := planImport(imp, randomInstances(r, r.IntN(500)))
-		// One shape: an address type and the ports; a slice holds one.
+		plan := planImport(imp, randomInstances(r, r.IntN(500)), randomFamilies(r), nil)
 		perShape := map[string]int{}
 		for _, s := range plan.slices {
-			var ports []int32
-			for _, p := range s.Ports {
-				ports = append(ports, *p.Port)
-			}
-			perShape[fmt.Sprint(s.AddressType, ports)] += len(s.Endpoints)
+			perShape[(&sliceShape{addressType: s.AddressType, ports: s.Ports}).key()] += len(s.Endpoints)
 		}
 		want := 0
 		for _, n := range perShape {
 			want += (n + maxSliceEndpoints - 1) / maxSliceEndpoints
 		}
-		if len(plan.slices) != want {
-			t.Fatalf("seed %d: %d slices for %v endpoints by shape, want %d", seed, len(plan.slices), perShape, want)
+		if len(plan.slices) != want || len(plan.create) != want || len(plan.update)+len(plan.remove) != 0 {
+			t.Fatalf("seed %d: %d slices (%d made) for %v endpoints by shape, want %d", seed, len(plan.slices), len(plan.create), perShape, want)
 		}
 	}
 }
@@ -272,14 +340,110 @@ func TestImportPlan_TheOrderEurekaListsInstancesInChangesNothing(t *testing.T) {
 	for seed := range uint64(200) {
 		r := rand.New(rand.NewPCG(seed, 290))
 		imp := randomImport(r)
+		families := randomFamilies(r)
 		all := randomInstances(r, r.IntN(300))
-		first := planImport(imp, all)
+		existing := planImport(imp, randomInstances(r, r.IntN(300)), families, nil).slices
+		first := planImport(imp, all, families, existing)
 		shuffled := slices.Clone(all)
 		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		again := planImport(imp, shuffled)
+		r.Shuffle(len(existing), func(i, j int) { existing[i], existing[j] = existing[j], existing[i] })
+		again := planImport(imp, shuffled, families, existing)
 		if !reflect.DeepEqual(first, again) {
 			t.Fatalf("seed %d: the plan changed with the instances' order:\n%s\nthen\n%s", seed, describePlan(&first), describePlan(&again))
 		}
+	}
+}
+
+// One instance's change (its status, its zone, a new one with the lowest
+// address, one gone) writes one slice at most, and leaves every other
+// endpoint in the slice that held it; over hundreds of changes to
+// registries past 100 and past 1,000 instances, one address each.
+func TestImportPlan_OneInstancesChangeWritesOneSliceAtMost(t *testing.T) {
+	for seed := range uint64(12) {
+		r := rand.New(rand.NewPCG(seed, 2905))
+		imp := randomImport(r)
+		imp.Spec.Service.Ports = nil // one port: every instance has it
+		n := 150 + r.IntN(200)
+		if seed%3 == 0 {
+			n = 1000 + r.IntN(1000)
+		}
+		var insts []eureka.Instance
+		for i := range n {
+			insts = append(insts, eureka.Instance{App: "PAYMENTS", InstanceID: fmt.Sprintf("vm-%05d", i), IPAddr: fmt.Sprintf("10.1.%d.%d", i/250, 1+i%250),
+				Port: 8080, PortEnabled: true, Status: planStatuses[r.IntN(len(planStatuses))], Metadata: map[string]string{sidecar.MetaZone: planZones[r.IntN(3)]}})
+		}
+		plan := planImport(imp, insts, nil, nil)
+		next := 0
+		for step := range 300 {
+			where := func(p *importPlan) map[string]string {
+				out := map[string]string{}
+				for _, s := range p.slices {
+					for _, ep := range s.Endpoints {
+						out[ep.Addresses[0]] = s.Name
+					}
+				}
+				return out
+			}
+			before := where(&plan)
+			i := r.IntN(len(insts))
+			changed := insts[i].IPAddr
+			switch r.IntN(4) {
+			case 0:
+				insts[i].Status = planStatuses[r.IntN(len(planStatuses))]
+			case 1:
+				insts[i].Metadata = map[string]string{sidecar.MetaZone: planZones[r.IntN(3)]}
+			case 2: // a new one that sorts first
+				changed = fmt.Sprintf("10.0.0.%d", 1+next%250)
+				next++
+				insts = append(insts, eureka.Instance{App: "PAYMENTS", InstanceID: fmt.Sprintf("new-%05d", step), IPAddr: changed, Port: 8080, PortEnabled: true, Status: eureka.StatusUp})
+			default:
+				insts = slices.Delete(insts, i, i+1)
+			}
+			// An address taken twice by the new ones is not one instance's change.
+			seen := map[string]int{}
+			for _, inst := range insts {
+				seen[inst.IPAddr]++
+			}
+			if seen[changed] > 1 {
+				insts = insts[:len(insts)-1]
+				continue
+			}
+			got := planImport(imp, insts, nil, plan.slices)
+			if w := got.writes(); w > 1 {
+				t.Fatalf("seed %d, step %d: one instance's change (%s) writes %d slices:\n%s", seed, step, changed, w, describePlan(&got))
+			}
+			for addr, name := range where(&got) {
+				if was, ok := before[addr]; ok && was != name && addr != changed {
+					t.Fatalf("seed %d, step %d: %s moved from slice %s to %s on %s's change", seed, step, addr, was, name, changed)
+				}
+			}
+			plan = got
+		}
+	}
+}
+
+// A Service of one IP family leaves the other's instances out, names
+// them, and lists the primary family's addresses in its Endpoints.
+func TestImportPlan_AFamilyTheServiceLacksIsNamedAndLeftOut(t *testing.T) {
+	imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "payments"}, Spec: v1alpha1.EurekaImportSpec{App: "PAYMENTS"}}
+	insts := []eureka.Instance{
+		{InstanceID: "v4", IPAddr: "10.0.0.1", Port: 8080, PortEnabled: true, Status: eureka.StatusUp},
+		{InstanceID: "v6", IPAddr: "2001:db8::1", Port: 8080, PortEnabled: true, Status: eureka.StatusUp},
+		{InstanceID: "host", IPAddr: "vm-3.example.com", Port: 8080, PortEnabled: true, Status: eureka.StatusUp},
+	}
+	plan := planImport(imp, insts, []corev1.IPFamily{corev1.IPv4Protocol}, nil)
+	if plan.total != 1 || len(plan.leftOut) != 2 || leftOutReason(plan.leftOut) != reasonSeveralReasons {
+		t.Fatalf("%d endpoints, left out %v", plan.total, plan.leftOutNames())
+	}
+	if got := strings.Join(plan.leftOutNames(), "; "); !strings.Contains(got, "v6 (IPv6 address 2001:db8::1: the Service has only IPv4)") || !strings.Contains(got, `host (ipAddr "vm-3.example.com" is not an IP address)`) {
+		t.Fatalf("left out: %s", got)
+	}
+	if r := leftOutReason(plan.leftOut[:1]); r != v1alpha1.ReasonNoIPAddress {
+		t.Fatalf("a host name alone: reason %s, want %s", r, v1alpha1.ReasonNoIPAddress)
+	}
+	dual := planImport(imp, insts, []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}, nil)
+	if dual.total != 2 || len(dual.endpoints.Subsets) != 1 || len(dual.endpoints.Subsets[0].Addresses) != 1 || dual.endpoints.Subsets[0].Addresses[0].IP != "2001:db8::1" {
+		t.Fatalf("dual-stack, IPv6 first: %d endpoints, Endpoints %+v", dual.total, dual.endpoints.Subsets)
 	}
 }
 
@@ -287,7 +451,7 @@ func TestImportPlan_TheServiceIsSelectorlessWithTheImportsPorts(t *testing.T) {
 	for seed := range uint64(200) {
 		r := rand.New(rand.NewPCG(seed, 2901))
 		imp := randomImport(r)
-		svc := planImport(imp, randomInstances(r, r.IntN(20))).service
+		svc := planImport(imp, randomInstances(r, r.IntN(20)), nil, nil).service
 		if svc.Spec.Selector != nil {
 			t.Fatalf("seed %d: the Service has a selector %v", seed, svc.Spec.Selector)
 		}
@@ -299,10 +463,10 @@ func TestImportPlan_TheServiceIsSelectorlessWithTheImportsPorts(t *testing.T) {
 		}
 		var got, want []string
 		for _, p := range svc.Spec.Ports {
-			got = append(got, fmt.Sprintf("%s:%d/%s", p.Name, p.Port, p.Protocol))
+			got = append(got, fmt.Sprintf("%s:%d/%s %s", p.Name, p.Port, p.Protocol, ptr.Deref(p.AppProtocol, "")))
 		}
 		for _, p := range imp.EffectivePorts() {
-			want = append(want, fmt.Sprintf("%s:%d/TCP", p.Name, p.Port))
+			want = append(want, fmt.Sprintf("%s:%d/TCP %s", p.Name, p.Port, p.AppProtocol))
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("seed %d: Service ports %v, want %v", seed, got, want)
@@ -343,7 +507,7 @@ func TestImportPlan_ThisClustersOwnPodsAreLeftOutUnlessAskedFor(t *testing.T) {
 // failure message.
 func describePlan(p *importPlan) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d/%d, left out %v\n", p.ready, p.total, p.unaddressable)
+	fmt.Fprintf(&b, "%d/%d, left out %v; made %v, written over %v, %d removed\n", p.ready, p.total, p.leftOutNames(), p.create, p.update, len(p.remove))
 	for _, s := range p.slices {
 		fmt.Fprintf(&b, "%s (%s):", s.Name, s.AddressType)
 		for _, ep := range s.Endpoints {
@@ -360,9 +524,9 @@ func describePlan(p *importPlan) string {
 func sliceAddresses(plan *importPlan) map[string]map[string]bool {
 	out := map[string]map[string]bool{}
 	for _, s := range plan.slices {
-		var ports []int32
+		var ports []string
 		for _, p := range s.Ports {
-			ports = append(ports, *p.Port)
+			ports = append(ports, fmt.Sprintf("%s=%d", *p.Name, *p.Port))
 		}
 		key := fmt.Sprint(ports)
 		if out[key] == nil {
@@ -395,17 +559,12 @@ func checkEndpointsShape(t *testing.T, seed uint64, imp *v1alpha1.EurekaImport, 
 	got := map[string]map[string]bool{}
 	n := 0
 	for _, ss := range eps.Subsets {
-		var names []string
-		var ports []int32
+		var ports []string
 		for _, p := range ss.Ports {
-			names = append(names, p.Name)
-			ports = append(ports, p.Port)
-			if p.Protocol != corev1.ProtocolTCP || p.Port < 1 || p.Port > 65535 {
-				fail("port %+v", p)
+			ports = append(ports, fmt.Sprintf("%s=%d", p.Name, p.Port))
+			if p.Protocol != corev1.ProtocolTCP || p.Port < 1 || p.Port > 65535 || !slices.Contains(svcPortNames, p.Name) {
+				fail("port %+v, the Service's are %v", p, svcPortNames)
 			}
-		}
-		if !slices.Equal(names, svcPortNames) {
-			fail("port names %v, the Service's %v", names, svcPortNames)
 		}
 		key := fmt.Sprint(ports)
 		if got[key] != nil {
@@ -445,7 +604,7 @@ func TestImportPlan_TheEndpointsListsTheSlicesAddressesReadyOrNot(t *testing.T) 
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 2903))
 		imp := randomImport(r)
-		plan := planImport(imp, importedInstances(imp, randomInstances(r, r.IntN(200)), planTestCluster))
+		plan := planImport(imp, importedInstances(imp, randomInstances(r, r.IntN(200)), planTestCluster), nil, nil)
 		got, _ := checkEndpointsShape(t, seed, imp, &plan)
 		want := sliceAddresses(&plan)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
@@ -467,7 +626,7 @@ func TestImportPlan_TheEndpointsIsCappedAtAThousandReadyFirst(t *testing.T) {
 				all[i].Status = eureka.StatusUp
 			}
 		}
-		plan := planImport(imp, all)
+		plan := planImport(imp, all, nil, nil)
 		got, n := checkEndpointsShape(t, seed, imp, &plan)
 		want := sliceAddresses(&plan)
 		distinct, ready := 0, 0

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,7 +45,6 @@ import (
 const (
 	reasonImported         = "Imported"
 	reasonNoInstances      = "NoInstances"
-	reasonPortMismatch     = "PortMismatch"
 	reasonServiceNotOwned  = "ServiceNotOwned"
 	reasonServiceOwned     = "ServiceOwned"
 	reasonLeasesExpired    = v1alpha1.ReasonLeasesExpired
@@ -55,7 +58,53 @@ const (
 	// reasonEndpointsNotOwned: an Endpoints of the Service's name exists
 	// that the import did not make.
 	reasonEndpointsNotOwned = "EndpointsNotOwned"
+	// reasonAllServed: every instance imported is an endpoint.
+	reasonAllServed = "AllServed"
+	// reasonSeveralReasons: instances are left out for more than one
+	// reason (InstancesServed).
+	reasonSeveralReasons = "SeveralReasons"
 )
+
+// emptiedHold is how long an import keeps its endpoints once a registry
+// read lists none of its app's instances while it had some: a Eureka
+// server restarted empty lists an instance again at its next heartbeat
+// (within its 30 s renewal interval, when the server answers 404 and the
+// client registers anew), and answers from a response cache up to
+// eureka.ServerCacheDelay old; a lease (90 s) covers both, with room for
+// a busy server.
+const emptiedHold = 2 * time.Minute
+
+// emptied is when an import's registry read first listed none of its
+// app's instances, and until when its endpoints are kept.
+type emptied struct{ since, until time.Time }
+
+// holdEmptied says whether imp keeps its endpoints as last written
+// because the read lists none of its app's instances (instances) while it
+// had endpoints, and until when. The hold starts at the first such read
+// this manager saw (a restarted manager holds anew: longer, never
+// shorter), and ends at the first read that lists one.
+func (r *importReconciler) holdEmptied(imp *v1alpha1.EurekaImport, instances int) (bool, emptied) {
+	key := client.ObjectKeyFromObject(imp)
+	if instances > 0 || imp.Status.TotalEndpoints == 0 {
+		r.emptied.Delete(key)
+		return false, emptied{}
+	}
+	now := time.Now()
+	v, _ := r.emptied.LoadOrStore(key, emptied{since: now, until: now.Add(emptiedHold)})
+	e := v.(emptied)
+	return now.Before(e.until), e
+}
+
+// leftOutReason is the reason for instances left out: their kind's, or
+// SeveralReasons.
+func leftOutReason(all []leftOut) string {
+	for _, l := range all[1:] {
+		if l.kind != all[0].kind {
+			return reasonSeveralReasons
+		}
+	}
+	return all[0].kind.reason()
+}
 
 // Import condition types beyond the syncer's (Synced, EurekaReachable,
 // Permitted).
@@ -68,6 +117,9 @@ type importReconciler struct {
 	follow *readFollowers
 	// ranges are the cluster's pod and Service ranges (import_ranges.go).
 	ranges *rangeSource
+	// emptied holds, by import, the reads that listed none of its app's
+	// instances while it had endpoints (holdEmptied).
+	emptied sync.Map
 }
 
 // setupImports registers the import controller beside the syncers'.
@@ -129,6 +181,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		if err := r.removeImported(ctx, &imp); err != nil {
 			return reconcile.Result{}, err
 		}
+		r.emptied.Delete(req.NamespacedName)
 		if controllerutil.RemoveFinalizer(&imp, importFinalizer) {
 			if err := r.client.Update(ctx, &imp); client.IgnoreNotFound(err) != nil {
 				return reconcile.Result{}, fmt.Errorf("remove finalizer: %w", err)
@@ -174,6 +227,11 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			stale = fmt.Sprintf("the endpoints are kept as last read at %s (%s ago)", st.LastSyncTime.UTC().Format(time.RFC3339), time.Since(st.LastSyncTime.Time).Round(time.Second))
 		}
 		set(v1alpha1.ConditionSynced, false, reason, "Eureka could not be read: "+stale)
+		if st.LastSyncTime != nil {
+			// The endpoints as last written are still served: the gauges
+			// say so after a restart during an outage too.
+			setImportGauges(imp.Namespace, imp.Name, st.ReadyEndpoints, st.TotalEndpoints)
+		}
 		r.recorder.Eventf(&imp, nil, corev1.EventTypeWarning, reason, "Import", "%s", truncate(err.Error(), maxEventNote))
 		return r.finishImport(ctx, &imp, before)
 	}
@@ -205,8 +263,18 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	} else {
 		set(v1alpha1.ConditionAddressesAllowed, true, reasonAddressesAllowed, "no instance's address is inside this cluster but those of pods of namespaces that may register "+imp.EffectiveApp())
 	}
-	plan := planImport(&imp, kept)
-	owner, ownerReason, written, err := r.applyImport(ctx, &imp, &plan)
+	if held, left := r.holdEmptied(&imp, len(all)); held {
+		// A read that lists none of the app's instances while its
+		// endpoints had some: kept, as last written, until the hold ends.
+		setImportGauges(imp.Namespace, imp.Name, st.ReadyEndpoints, st.TotalEndpoints)
+		set(v1alpha1.ConditionSynced, false, v1alpha1.ReasonRegistryEmptied, fmt.Sprintf("Eureka lists no instance of %s since %s, while the Service had %d endpoint(s): a server restarted empty lists them again as they heartbeat, so they are kept as last written until %s, then emptied if Eureka still lists none",
+			imp.EffectiveApp(), left.since.UTC().Format(time.RFC3339), st.TotalEndpoints, left.until.UTC().Format(time.RFC3339)))
+		if _, err := r.finishImport(ctx, &imp, before); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{RequeueAfter: min(r.opts.ResyncPeriod, time.Until(left.until)+time.Second)}, nil
+	}
+	plan, owner, ownerReason, err := r.applyImport(ctx, &imp, kept)
 	if err != nil {
 		// Said on the import, not only in the manager's log; the
 		// controller retries with backoff.
@@ -223,11 +291,15 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		r.recorder.Eventf(&imp, nil, corev1.EventTypeWarning, ownerReason, "Import", "%s", truncate(owner, maxEventNote))
 		return r.finishImport(ctx, &imp, before)
 	}
-	set(conditionServiceOwned, true, reasonServiceOwned, fmt.Sprintf("Service %s, its Endpoints and its EndpointSlices are this import's", plan.service.Name))
+	made := "its Endpoints and its EndpointSlices are"
+	if !imp.KeepsEndpoints() {
+		made = "its EndpointSlices are (no Endpoints: legacyEndpoints is false)"
+	}
+	set(conditionServiceOwned, true, reasonServiceOwned, fmt.Sprintf("Service %s, %s this import's", plan.service.Name, made))
 	r.follow.saw(req.NamespacedName, imp.EffectiveApp(), registry) // the slices hold this read of the app
 	st.ReadyEndpoints, st.TotalEndpoints = plan.ready, plan.total
 	setImportGauges(imp.Namespace, imp.Name, plan.ready, plan.total)
-	if written > 0 {
+	if written := plan.writes(); written > 0 {
 		r.recorder.Eventf(&imp, nil, corev1.EventTypeNormal, reasonEndpointsChanged, "Import", "Service %s: %d of %d endpoint(s) ready (%d EndpointSlice(s) written)",
 			plan.service.Name, plan.ready, plan.total, written)
 	}
@@ -236,17 +308,22 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	if st.LastSyncTime == nil || readAt.Sub(st.LastSyncTime.Time) >= lastSyncRefresh || !equality.Semantic.DeepEqual(before, st) {
 		st.LastSyncTime = &readAt
 	}
-	switch expired := expiredLeases(all, time.Now()); {
+	if len(plan.leftOut) > 0 {
+		set(v1alpha1.ConditionInstancesServed, false, leftOutReason(plan.leftOut), fmt.Sprintf("%d instance(s) of %s are no endpoint: %s", len(plan.leftOut), imp.EffectiveApp(), names(plan.leftOutNames())))
+	} else {
+		set(v1alpha1.ConditionInstancesServed, true, reasonAllServed, "every instance imported is an endpoint, on each Service port it has enabled")
+	}
+	switch expired := expiredLeasesShim(registry, imp.EffectiveApp()); {
 	case len(all) == 0:
 		set(v1alpha1.ConditionSynced, false, reasonNoInstances, fmt.Sprintf("Eureka lists no instance of %s yet: the Service has no endpoints until one registers", imp.EffectiveApp()))
-	case plan.total == 0 && len(plan.unaddressable) > 0:
-		set(v1alpha1.ConditionSynced, false, reasonPortMismatch, fmt.Sprintf("no instance of %s fits the Service's ports; the instances have: %s; left out: %s",
-			imp.EffectiveApp(), strings.Join(plan.ports, "; "), names(plan.unaddressable)))
+	case plan.total == 0 && len(plan.leftOut) > 0:
+		set(v1alpha1.ConditionSynced, false, leftOutReason(plan.leftOut), fmt.Sprintf("no instance of %s is an endpoint; the instances have: %s; left out: %s",
+			imp.EffectiveApp(), strings.Join(plan.ports, "; "), names(plan.leftOutNames())))
 	case len(expired) > 0:
-		set(v1alpha1.ConditionSynced, true, reasonLeasesExpired, fmt.Sprintf("%d of %d endpoint(s) ready; %d instance(s) are listed past their lease (%s): the server may be in self-preservation, and they may be dead",
+		set(v1alpha1.ConditionSynced, true, reasonLeasesExpired, fmt.Sprintf("%d of %d endpoint(s) ready; %d instance(s) were listed past their lease at Eureka's last full answer (%s): the server may be in self-preservation, and they may be dead",
 			plan.ready, plan.total, len(expired), names(expired)))
-	case len(plan.unaddressable) > 0:
-		set(v1alpha1.ConditionSynced, true, reasonImported, fmt.Sprintf("%d of %d endpoint(s) ready; left out: %s", plan.ready, plan.total, names(plan.unaddressable)))
+	case len(plan.leftOut) > 0:
+		set(v1alpha1.ConditionSynced, true, reasonImported, fmt.Sprintf("%d of %d endpoint(s) ready; left out: %s", plan.ready, plan.total, names(plan.leftOutNames())))
 	default:
 		set(v1alpha1.ConditionSynced, true, reasonImported, fmt.Sprintf("%d of %d endpoint(s) ready, from %d instance(s) of %s", plan.ready, plan.total, len(all), imp.EffectiveApp()))
 	}
@@ -328,124 +405,144 @@ func importAsSyncer(imp *v1alpha1.EurekaImport) *v1alpha1.EurekaSyncer {
 	}
 }
 
-// expiredLeases names the instances still listed after their lease ran
-// out: a server evicts those within a minute unless it is in
-// self-preservation.
-func expiredLeases(all []eureka.Instance, now time.Time) []string {
-	var out []string
-	for _, inst := range all {
-		lease := inst.Duration
-		if lease <= 0 {
-			lease = 90 * time.Second
-		}
-		// The server evicts at most every 60 s: allow that too.
-		if !inst.LastUpdated.IsZero() && now.Sub(inst.LastUpdated) > lease+time.Minute {
-			out = append(out, inst.InstanceID)
-		}
-	}
-	return out
-}
-
-// applyImport makes the Service, its Endpoints and slices what plan
-// wants, writing only what differs, and counts the slices it created,
-// updated or deleted. It returns a message naming the owner, and the
-// reason, when the Service's name is taken by a Service or Endpoints the
-// import did not make; nothing is written then.
-func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.EurekaImport, plan *importPlan) (string, string, int, error) {
-	written := 0
+// applyImport makes the Service, its Endpoints and slices what imp wants
+// for instances, writing only what differs, and returns the plan it wrote.
+// It returns a message naming the owner, and the reason, when the
+// Service's name is taken by a Service or Endpoints the import did not
+// make; nothing is written then. Slices are written as Kubernetes'
+// EndpointSlice controller writes them: new ones first, then changed
+// ones, then those that go, so that an endpoint moving between slices is
+// never in none.
+func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.EurekaImport, instances []eureka.Instance) (importPlan, string, string, error) {
+	want := planService(imp)
 	var svc corev1.Service
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(&plan.service), &svc)
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(&want), &svc)
+	exists := err == nil
 	switch {
 	case apierrors.IsNotFound(err): // made below, after its Endpoints
 	case err != nil:
-		return "", "", written, fmt.Errorf("read Service %s: %w", plan.service.Name, err)
+		return importPlan{}, "", "", fmt.Errorf("read Service %s: %w", want.Name, err)
 	case !metav1.IsControlledBy(&svc, imp):
-		return notOwnedMessage("Service", &svc), reasonServiceNotOwned, 0, nil
+		return importPlan{}, notOwnedMessage("Service", &svc), reasonServiceNotOwned, nil
 	}
-	// The Endpoints before the Service: a stranger's Endpoints of the name
-	// would become the Service's endpoints for whoever reads Endpoints.
-	if owner, eerr := r.applyEndpoints(ctx, imp, &plan.endpoints); eerr != nil || owner != "" {
-		return owner, reasonEndpointsNotOwned, 0, eerr
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		if err := controllerutil.SetControllerReference(imp, &plan.service, r.client.Scheme()); err != nil {
-			return "", "", written, err
-		}
-		if err := r.client.Create(ctx, &plan.service); err != nil {
-			return "", "", written, fmt.Errorf("create Service %s: %w", plan.service.Name, err)
-		}
-	case importServiceDiffers(&svc, &plan.service):
-		if (svc.Spec.ClusterIP == corev1.ClusterIPNone) != (plan.service.Spec.ClusterIP == corev1.ClusterIPNone) {
-			// ClusterIP and headless cannot turn into each other: make it anew.
-			if err := r.client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
-				return "", "", written, fmt.Errorf("delete Service %s to change its type: %w", svc.Name, err)
-			}
-			return "", "", written, fmt.Errorf("made Service %s anew for its new type: retry", svc.Name)
-		}
-		// A selector added by hand would have Kubernetes' endpoint slice
-		// controller add slices of its own: it goes too.
-		svc.Spec.Ports, svc.Spec.Selector = plan.service.Spec.Ports, nil
-		if err := r.client.Update(ctx, &svc); err != nil {
-			return "", "", written, fmt.Errorf("update Service %s: %w", svc.Name, err)
-		}
-	}
-
 	var existing discoveryv1.EndpointSliceList
 	if err := r.client.List(ctx, &existing, client.InNamespace(imp.Namespace), client.MatchingLabels{ImportLabel: imp.Name}); err != nil {
-		return "", "", written, fmt.Errorf("list EndpointSlices: %w", err)
+		return importPlan{}, "", "", fmt.Errorf("list EndpointSlices: %w", err)
 	}
-	have := map[string]*discoveryv1.EndpointSlice{}
-	for i := range existing.Items {
-		if s := &existing.Items[i]; metav1.IsControlledBy(s, imp) {
-			have[s.Name] = s
+	var have []discoveryv1.EndpointSlice
+	for _, s := range existing.Items {
+		if metav1.IsControlledBy(&s, imp) {
+			have = append(have, s)
 		}
 	}
-	for i := range plan.slices {
-		want := &plan.slices[i]
-		got, ok := have[want.Name]
-		delete(have, want.Name)
-		switch {
-		case !ok:
-			if err := controllerutil.SetControllerReference(imp, want, r.client.Scheme()); err != nil {
-				return "", "", written, err
-			}
-			if err := r.client.Create(ctx, want); err != nil {
-				return "", "", written, fmt.Errorf("create EndpointSlice %s: %w", want.Name, err)
-			}
-			written++
-		case !equality.Semantic.DeepEqual(got.Endpoints, want.Endpoints) || !equality.Semantic.DeepEqual(got.Ports, want.Ports) ||
-			got.Labels[discoveryv1.LabelServiceName] != want.Labels[discoveryv1.LabelServiceName]:
-			got.Endpoints, got.Ports = want.Endpoints, want.Ports
-			got.Labels[discoveryv1.LabelServiceName] = want.Labels[discoveryv1.LabelServiceName]
-			if err := r.client.Update(ctx, got); err != nil {
-				return "", "", written, fmt.Errorf("update EndpointSlice %s: %w", got.Name, err)
-			}
-			written++
+	// The Service's IP families are known once it exists; a Service about
+	// to be made is planned for any, and again once made.
+	var families []corev1.IPFamily
+	if exists {
+		families = svc.Spec.IPFamilies
+	}
+	plan := planImport(imp, instances, families, have)
+	// The Endpoints before the Service: a stranger's Endpoints of the name
+	// would become the Service's endpoints for whoever reads Endpoints.
+	if owner, err := r.keepEndpoints(ctx, imp, &plan.endpoints, !exists); err != nil || owner != "" {
+		return plan, owner, reasonEndpointsNotOwned, err
+	}
+	switch {
+	case !exists:
+		svc = *want.DeepCopy()
+		if err := controllerutil.SetControllerReference(imp, &svc, r.client.Scheme()); err != nil {
+			return plan, "", "", err
+		}
+		if err := r.client.Create(ctx, &svc); err != nil {
+			return plan, "", "", fmt.Errorf("create Service %s: %w", svc.Name, err)
+		}
+	case (svc.Spec.ClusterIP == corev1.ClusterIPNone) != (want.Spec.ClusterIP == corev1.ClusterIPNone):
+		// ClusterIP and headless cannot turn into each other: make it anew.
+		if err := r.client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID}); client.IgnoreNotFound(err) != nil {
+			return plan, "", "", fmt.Errorf("delete Service %s to change its type: %w", svc.Name, err)
+		}
+		return plan, "", "", fmt.Errorf("made Service %s anew for its new type: retry", svc.Name)
+	case mergeImportService(&svc, &want):
+		if err := r.client.Update(ctx, &svc); err != nil {
+			return plan, "", "", fmt.Errorf("update Service %s: %w", svc.Name, err)
 		}
 	}
-	for _, stale := range have {
-		if err := r.client.Delete(ctx, stale, client.Preconditions{UID: &stale.UID}); client.IgnoreNotFound(err) != nil {
-			return "", "", written, fmt.Errorf("delete EndpointSlice %s: %w", stale.Name, err)
+	if !slices.Equal(families, svc.Spec.IPFamilies) {
+		plan = planImport(imp, instances, svc.Spec.IPFamilies, have)
+		if owner, err := r.keepEndpoints(ctx, imp, &plan.endpoints, false); err != nil || owner != "" {
+			return plan, owner, reasonEndpointsNotOwned, err
 		}
-		written++
 	}
-	return "", "", written, nil
+	for _, i := range plan.create {
+		s := &plan.slices[i]
+		if err := controllerutil.SetControllerReference(imp, s, r.client.Scheme()); err != nil {
+			return plan, "", "", err
+		}
+		if err := r.client.Create(ctx, s); err != nil {
+			return plan, "", "", fmt.Errorf("create EndpointSlice %s: %w", s.Name, err)
+		}
+	}
+	for _, i := range plan.update {
+		if s := &plan.slices[i]; true {
+			if err := r.client.Update(ctx, s); err != nil {
+				return plan, "", "", fmt.Errorf("update EndpointSlice %s: %w", s.Name, err)
+			}
+		}
+	}
+	for _, stale := range plan.remove {
+		if err := r.client.Delete(ctx, &stale, client.Preconditions{UID: &stale.UID}); client.IgnoreNotFound(err) != nil {
+			return plan, "", "", fmt.Errorf("delete EndpointSlice %s: %w", stale.Name, err)
+		}
+	}
+	return plan, "", "", nil
 }
 
-// importServiceDiffers is true when the Service's ports or type are not
-// the plan's.
-func importServiceDiffers(got, want *corev1.Service) bool {
-	if (got.Spec.ClusterIP == corev1.ClusterIPNone) != (want.Spec.ClusterIP == corev1.ClusterIPNone) || len(got.Spec.Ports) != len(want.Spec.Ports) {
-		return true
-	}
-	for i, p := range got.Spec.Ports {
-		w := want.Spec.Ports[i]
-		if p.Name != w.Name || p.Port != w.Port || p.Protocol != w.Protocol {
-			return true
+// mergeImportService makes got, the import's Service as stored, what want
+// says, and is true when that changed it. Labels and annotations the
+// import put there from its spec and no longer wants are taken off; those
+// anyone else added stay. A selector added by hand goes: Kubernetes'
+// EndpointSlice controller would add slices of its own.
+func mergeImportService(got, want *corev1.Service) bool {
+	before := got.DeepCopy()
+	var had appliedMetadata
+	_ = json.Unmarshal([]byte(got.Annotations[ImportAppliedMetadata]), &had) // unreadable: nothing known applied
+	var wanted appliedMetadata
+	_ = json.Unmarshal([]byte(want.Annotations[ImportAppliedMetadata]), &wanted)
+	for _, k := range had.Labels {
+		if _, keep := want.Labels[k]; !keep {
+			delete(got.Labels, k)
 		}
 	}
-	return len(got.Spec.Selector) > 0
+	for _, k := range had.Annotations {
+		if _, keep := want.Annotations[k]; !keep {
+			delete(got.Annotations, k)
+		}
+	}
+	if _, keep := want.Annotations[ImportAppliedMetadata]; !keep {
+		delete(got.Annotations, ImportAppliedMetadata)
+	}
+	if len(want.Labels) > 0 && got.Labels == nil {
+		got.Labels = map[string]string{}
+	}
+	maps.Copy(got.Labels, want.Labels)
+	if len(want.Annotations) > 0 && got.Annotations == nil {
+		got.Annotations = map[string]string{}
+	}
+	maps.Copy(got.Annotations, want.Annotations)
+	got.Spec.Ports = slices.Clone(want.Spec.Ports)
+	got.Spec.Selector = nil
+	got.Spec.SessionAffinity, got.Spec.SessionAffinityConfig = want.Spec.SessionAffinity, want.Spec.SessionAffinityConfig
+	got.Spec.TrafficDistribution, got.Spec.IPFamilyPolicy = want.Spec.TrafficDistribution, want.Spec.IPFamilyPolicy
+	// Fields the API server fills in (a port's targetPort) compare as
+	// stored.
+	for i := range got.Spec.Ports {
+		for _, p := range before.Spec.Ports {
+			if p.Name == got.Spec.Ports[i].Name && p.Port == got.Spec.Ports[i].Port {
+				got.Spec.Ports[i].TargetPort = p.TargetPort
+			}
+		}
+	}
+	return !equality.Semantic.DeepEqual(before, got)
 }
 
 // notOwnedMessage names who a Service (or Endpoints, kind) belongs to

@@ -68,6 +68,16 @@ const (
 	InstancePortSecure InstancePort = "SecurePort"
 )
 
+// LabelValue is a label's value: at most 63 characters, letters, digits,
+// '-', '_' and '.', beginning and ending with a letter or digit.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
+type LabelValue string
+
+// AnnotationValue is an annotation's value (at most 4 KiB here).
+// +kubebuilder:validation:MaxLength=4096
+type AnnotationValue string
+
 // ImportService is the Service an import keeps.
 type ImportService struct {
 	// Name of the Service. Defaults to the lower-cased app name.
@@ -93,17 +103,15 @@ type ImportService struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && size(k) <= 317)",message="a label key is a name of at most 63 characters (letters, digits, '-', '_', '.'), optionally prefixed by a DNS subdomain and '/'"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63 && self[k].matches('^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$'))",message="a label value is at most 63 characters: letters, digits, '-', '_' and '.', beginning and ending with a letter or digit"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?(kubernetes[.]io|k8s[.]io|eurekube[.]io)/'))",message="keys of kubernetes.io, k8s.io and eurekube.io are Kubernetes' and Eurekube's own: choose another prefix"
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels map[string]LabelValue `json:"labels,omitempty"`
 	// Annotations are put on the Service. Keys of kubernetes.io, k8s.io
 	// and eurekube.io are refused, as for labels.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && size(k) <= 317)",message="an annotation key is a name of at most 63 characters (letters, digits, '-', '_', '.'), optionally prefixed by a DNS subdomain and '/'"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?(kubernetes[.]io|k8s[.]io|eurekube[.]io)/'))",message="keys of kubernetes.io, k8s.io and eurekube.io are Kubernetes' and Eurekube's own: choose another prefix"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 4096)",message="an annotation value is at most 4096 characters here"
-	Annotations map[string]string `json:"annotations,omitempty"`
+	Annotations map[string]AnnotationValue `json:"annotations,omitempty"`
 	// SessionAffinity is None (default) or ClientIP: kube-proxy then sends
 	// one client's connections to one endpoint, as a Service's
 	// sessionAffinity (the Multi-Cluster Services API's name too).
@@ -190,7 +198,7 @@ type EurekaImportStatus struct {
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 	// Conditions: Synced, EurekaReachable, ServiceOwned, Permitted,
-	// AddressesAllowed. Of a pattern: Synced, EurekaReachable and
+	// AddressesAllowed, InstancesServed. Of a pattern: Synced, EurekaReachable and
 	// Permitted, summing up its apps' imports, and AppsWithinCap.
 	// +optional
 	// +listType=map
@@ -335,6 +343,26 @@ const (
 	ConditionAddressesAllowed = "AddressesAllowed"
 	// ReasonInClusterAddress: see ConditionAddressesAllowed.
 	ReasonInClusterAddress = "InClusterAddress"
+	// ConditionInstancesServed is false when instances are no endpoint
+	// because the Service cannot serve them: reason NoIPAddress (their
+	// ipAddr is a host name, or an address a slice cannot hold),
+	// PortMismatch (none of the Service's ports is enabled on them),
+	// IPFamilyNotServed (the Service lacks their IP family), or
+	// SeveralReasons; the message names each instance and why. The
+	// others are imported all the same.
+	ConditionInstancesServed = "InstancesServed"
+	// ReasonNoIPAddress: see ConditionInstancesServed.
+	ReasonNoIPAddress = "NoIPAddress"
+	// ReasonPortMismatch: see ConditionInstancesServed.
+	ReasonPortMismatch = "PortMismatch"
+	// ReasonIPFamilyNotServed: see ConditionInstancesServed.
+	ReasonIPFamilyNotServed = "IPFamilyNotServed"
+	// ReasonRegistryEmptied, of a Synced condition false, says that a
+	// registry read lists no instance of the app while its endpoints had
+	// some: a Eureka server restarted empty lists them again as they
+	// heartbeat, so the endpoints are kept, for at most the hold the
+	// message names, before they are emptied.
+	ReasonRegistryEmptied = "RegistryEmptied"
 	// ConditionAppsWithinCap, of a pattern import, is false (reason
 	// PatternCapReached) when the pattern matches more apps than the
 	// manager's --max-pattern-apps: the message names the cap, the count

@@ -609,14 +609,14 @@ func (in *ImportService) DeepCopyInto(out *ImportService) {
 	}
 	if in.Labels != nil {
 		in, out := &in.Labels, &out.Labels
-		*out = make(map[string]string, len(*in))
+		*out = make(map[string]LabelValue, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}
 	}
 	if in.Annotations != nil {
 		in, out := &in.Annotations, &out.Annotations
-		*out = make(map[string]string, len(*in))
+		*out = make(map[string]AnnotationValue, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}
