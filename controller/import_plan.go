@@ -96,9 +96,9 @@ func (p *importPlan) writes() int { return len(p.create) + len(p.update) + len(p
 type leftOutKind int
 
 const (
-	leftNoIP     leftOutKind = iota // no IP address, or one a slice cannot hold
-	leftNoPort                      // none of the Service's ports enabled
-	leftFamily                      // of an IP family the Service does not have
+	leftNoIP   leftOutKind = iota // no IP address, or one a slice cannot hold
+	leftNoPort                    // none of the Service's ports enabled
+	leftFamily                    // of an IP family the Service does not have
 )
 
 // reason is the kind's condition reason.

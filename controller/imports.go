@@ -2,9 +2,9 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
