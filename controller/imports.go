@@ -65,14 +65,14 @@ const (
 	reasonSeveralReasons = "SeveralReasons"
 )
 
-// emptiedHold is how long an import keeps its endpoints once a registry
+// DefaultImportEmptiedHold is how long an import keeps its endpoints once a registry
 // read lists none of its app's instances while it had some: a Eureka
 // server restarted empty lists an instance again at its next heartbeat
 // (within its 30 s renewal interval, when the server answers 404 and the
 // client registers anew), and answers from a response cache up to
 // eureka.ServerCacheDelay old; a lease (90 s) covers both, with room for
 // a busy server.
-const emptiedHold = 2 * time.Minute
+const DefaultImportEmptiedHold = 2 * time.Minute
 
 // emptied is when an import's registry read first listed none of its
 // app's instances, and until when its endpoints are kept.
@@ -90,7 +90,7 @@ func (r *importReconciler) holdEmptied(imp *v1alpha1.EurekaImport, instances int
 		return false, emptied{}
 	}
 	now := time.Now()
-	v, _ := r.emptied.LoadOrStore(key, emptied{since: now, until: now.Add(emptiedHold)})
+	v, _ := r.emptied.LoadOrStore(key, emptied{since: now, until: now.Add(r.opts.ImportEmptiedHold)})
 	e := v.(emptied)
 	return now.Before(e.until), e
 }

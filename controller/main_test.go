@@ -44,6 +44,10 @@ const (
 	// 32 would make its test make that many); the suite's other tests use
 	// a few.
 	maxServerSets = 12
+	// emptiedHold: how long an import keeps its endpoints when Eureka
+	// lists none of its app's (the default's two minutes would make its
+	// test wait that long).
+	emptiedHold = 8 * time.Second
 )
 
 var (
@@ -101,7 +105,7 @@ func TestMain(m *testing.M) {
 		log := logrus.New()
 		log.SetOutput(io.Discard)
 		if err := controller.Setup(mgr, controller.Options{
-			ClusterID: clusterID, ResyncPeriod: resync, EurekaTimeout: time.Second, DetachTimeout: detachTimeout, ClaimGrace: claimGrace, PatternAppGrace: patternAppGrace, PatternCap: maxPatternApps, MaxServerSets: maxServerSets,
+			ClusterID: clusterID, ResyncPeriod: resync, EurekaTimeout: time.Second, DetachTimeout: detachTimeout, ClaimGrace: claimGrace, PatternAppGrace: patternAppGrace, PatternCap: maxPatternApps, MaxServerSets: maxServerSets, ImportEmptiedHold: emptiedHold,
 			Defaults: webhook.Defaults{EurekaURLs: []string{"http://" + proxy.Addr() + "/eureka"}, ClusterID: clusterID, Allowed: localEureka()}, Logger: log,
 		}); err != nil {
 			fmt.Fprintln(os.Stderr, err)

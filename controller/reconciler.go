@@ -61,6 +61,10 @@ type Options struct {
 	// matches, keeps the import a pattern import made for it, and so its
 	// Service and ClusterIP; zero is DefaultPatternAppGrace.
 	PatternAppGrace time.Duration
+	// ImportEmptiedHold: how long an import keeps its endpoints once a
+	// registry read lists none of its app's instances while it had some;
+	// zero is DefaultImportEmptiedHold.
+	ImportEmptiedHold time.Duration
 	// PodCIDRs and ServiceCIDRs are this cluster's pod and Service
 	// ranges (--pod-cidr, --service-cidr): an import writes no address
 	// inside them but its own namespace's pods'. Each replaces what would
@@ -156,6 +160,9 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 	}
 	if o.ClaimHold <= 0 {
 		o.ClaimHold = DefaultClaimHold
+	}
+	if o.ImportEmptiedHold <= 0 {
+		o.ImportEmptiedHold = DefaultImportEmptiedHold
 	}
 	if o.PatternAppGrace <= 0 {
 		o.PatternAppGrace = DefaultPatternAppGrace
