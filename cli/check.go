@@ -574,9 +574,13 @@ func evaluateImport(t importTarget, now time.Time) Finding {
 		f.Detail = said(falseOf(v1alpha1.ConditionServiceOwned))
 		f.Fix = fmt.Sprintf("set spec.service.name of %s to a free name, or delete Service %s/%s if nothing needs it", name, imp.Namespace, svcName)
 		return f
+	case synced.Status != metav1.ConditionTrue && synced.Reason == v1alpha1.ReasonRegistryEmptied:
+		// The endpoints are served as last written while the hold lasts.
+		f.Verdict, f.Detail = Warn, said(synced)
+		return f
 	case synced.Status != metav1.ConditionTrue:
 		f.Detail = said(synced)
-		f.Fix = fmt.Sprintf("the message says what the manager saw: an app Eureka does not list yet (check spec.app), or instances that enable none of the Service's ports (spec.service.ports[].instancePort); kubectl -n %s describe eimp %s", imp.Namespace, imp.Name)
+		f.Fix = fmt.Sprintf("the message says what the manager saw: an app Eureka does not list yet (check spec.app), or instances the Service cannot serve: none of its ports enabled (spec.service.ports[].instancePort), a host name for ipAddr, an IP family the Service lacks; kubectl -n %s describe eimp %s", imp.Namespace, imp.Name)
 		return f
 	case imp.IsPattern():
 		// A pattern of apps: each app's import, checked on its own, has
@@ -606,6 +610,8 @@ func evaluateImport(t importTarget, now time.Time) Finding {
 		f.Verdict, f.Detail = Warn, name+": "+synced.Message
 	case imp.Status.ReadyEndpoints == 0:
 		f.Verdict, f.Detail = Warn, detail+": no instance of "+imp.EffectiveApp()+" is UP, so calls to the Service fail"
+	case falseOf(v1alpha1.ConditionInstancesServed) != nil:
+		f.Verdict, f.Detail = Warn, detail+"; "+said(falseOf(v1alpha1.ConditionInstancesServed))
 	default:
 		f.Verdict, f.Detail = Pass, detail
 	}

@@ -357,6 +357,15 @@ func TestCheckImports_EachFalseConditionFailsWithItsMessage(t *testing.T) {
 	expect(t, evaluateImport(importTarget{imp: with(
 		cond(v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonLeasesExpired, "1 instance(s) are listed past their lease (vm-2): the server may be in self-preservation"),
 	), service: owned}, now), Warn, "self-preservation")
+	expect(t, evaluateImport(importTarget{imp: with(
+		cond(v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonRegistryEmptied, "Eureka lists no instance of PAYMENTS since 2026-11-23T12:00:00Z: kept as last written until 2026-11-23T12:02:00Z"),
+	), service: owned}, now), Warn, "RegistryEmptied: Eureka lists no instance of PAYMENTS", "kept as last written")
+	expect(t, evaluateImport(importTarget{imp: with(
+		cond(v1alpha1.ConditionInstancesServed, metav1.ConditionFalse, v1alpha1.ReasonNoIPAddress, `1 instance(s) of PAYMENTS are no endpoint: vm-7 (ipAddr "vm-7.dc1" is not an IP address)`),
+	), service: owned}, now), Warn, "2/3 endpoint(s) ready", "NoIPAddress: 1 instance(s) of PAYMENTS are no endpoint")
+	expect(t, evaluateImport(importTarget{imp: with(
+		cond(v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonIPFamilyNotServed, "no instance of PAYMENTS is an endpoint"),
+	), service: owned}, now), Fail, "IPFamilyNotServed", "an IP family the Service lacks")
 	noneReady := with()
 	noneReady.Status.Endpoints, noneReady.Status.ReadyEndpoints = "0/3", 0
 	expect(t, evaluateImport(importTarget{imp: noneReady, service: owned}, now), Warn, "no instance of PAYMENTS is UP")
