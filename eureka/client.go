@@ -87,6 +87,9 @@ type Client struct {
 	// preferred is the index of the URL that answered last, so that steady
 	// state talks to one server and failover sticks.
 	preferred atomic.Int32
+	// now is the clock reads are stamped with (time.Now; a test's fake
+	// clock).
+	now func() time.Time
 }
 
 // New validates opts and returns a Client. It never exits or panics on bad
@@ -146,6 +149,7 @@ func New(opts Options) (*Client, error) {
 		http:        &http.Client{Transport: transport},
 		log:         opts.Logger,
 		observer:    opts.Observer,
+		now:         time.Now,
 	}, nil
 }
 
@@ -266,11 +270,12 @@ func (c *Client) Instance(ctx context.Context, app, id string) (Instance, error)
 	if err := validateRef(app, id); err != nil {
 		return Instance{}, err
 	}
+	asked := c.now()
 	body, err := c.do(ctx, "instance", http.MethodGet, "/apps/"+pathApp(app)+"/"+url.PathEscape(id), nil)
 	if err != nil {
 		return Instance{}, fmt.Errorf("read %s/%s: %w", app, id, err)
 	}
-	inst, err := decodeInstance(body)
+	inst, err := decodeInstance(body, asked)
 	if err != nil {
 		return Instance{}, fmt.Errorf("read %s/%s: %w", app, id, err)
 	}
@@ -283,6 +288,7 @@ func (c *Client) Instances(ctx context.Context, app string) ([]Instance, error) 
 	if strings.TrimSpace(app) == "" {
 		return nil, fmt.Errorf("%w: empty app name", ErrInvalid)
 	}
+	asked := c.now()
 	body, err := c.do(ctx, "instances", http.MethodGet, "/apps/"+pathApp(app), nil)
 	if errors.Is(err, ErrNotFound) {
 		return nil, nil
@@ -290,7 +296,7 @@ func (c *Client) Instances(ctx context.Context, app string) ([]Instance, error) 
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", app, err)
 	}
-	insts, err := decodeApp(body)
+	insts, err := decodeApp(body, asked)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", app, err)
 	}

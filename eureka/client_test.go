@@ -329,8 +329,10 @@ func TestApplications_ReadsEveryAppAsInstancesReadsEachOne(t *testing.T) {
 		if len(got) != 1 || len(want) != 1 {
 			t.Fatalf("%s: the registry lists %d, the app read %d; want 1 each", inst.InstanceID, len(got), len(want))
 		}
-		// Leases renew between the two reads; everything else is equal.
+		// Leases renew between the two reads, and each answer shows them
+		// as of its own moment; everything else is equal.
 		got[0].LastUpdated, want[0].LastUpdated = time.Time{}, time.Time{}
+		got[0].LeaseObservedAt, want[0].LeaseObservedAt = time.Time{}, time.Time{}
 		if !reflect.DeepEqual(got[0], want[0]) {
 			t.Errorf("%s: from the registry %+v, from the app %+v", inst.InstanceID, got[0], want[0])
 		}

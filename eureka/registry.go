@@ -45,11 +45,12 @@ const ServerCacheDelay = 30 * time.Second
 // a time: a registry of twenty thousand instances is some 20 MiB of JSON,
 // 1 to 2 MiB compressed, and is never held whole.
 func (c *Client) Applications(ctx context.Context) (*Registry, error) {
+	asked := c.now()
 	body, err := c.getCompressed(ctx, "applications", "/apps")
 	if err != nil {
 		return nil, fmt.Errorf("read the registry: %w", err)
 	}
-	reg, err := decodeRegistry(body)
+	reg, err := decodeRegistry(body, asked)
 	if err != nil {
 		return nil, fmt.Errorf("read the registry: %w", err)
 	}
@@ -159,18 +160,19 @@ type change struct {
 // changes the server keeps (three minutes by default): read the whole
 // registry then, as Eureka's own client does.
 func (c *Client) applyDelta(ctx context.Context, r *Registry) (next *Registry, ok bool, err error) {
+	asked := c.now()
 	body, err := c.getCompressed(ctx, "delta", "/apps/delta")
 	if err != nil {
 		return nil, false, fmt.Errorf("read the registry's changes: %w", err)
 	}
-	next = r.clone()
-	hashcode, err := decodeDelta(body, func(app string, changes []change) error {
-		next.apply(app, changes)
-		return nil
-	})
+	all, hashcode, err := decodeDelta(body, asked)
 	if err != nil {
 		// Not an answer this layer reads: the whole registry is.
 		return nil, false, nil
+	}
+	next = r.clone()
+	for _, a := range all {
+		next.apply(a.app, a.changes)
 	}
 	next.hashcode = hashcode
 	return next, hashcode == reconcileHashcode(next), nil
@@ -208,7 +210,7 @@ func (r *Registry) apply(app string, changes []change) {
 		case actionAdded, actionModified: // the instance as it is now
 			delete(deleted, id)
 			if i, ok := index[id]; ok {
-				kept[i] = ch.instance
+				kept[i] = newerLease(kept[i], ch.instance)
 			} else {
 				index[id] = len(kept)
 				kept = append(kept, ch.instance)
@@ -227,6 +229,22 @@ func (r *Registry) apply(app string, changes []change) {
 	} else {
 		r.apps[app] = out
 	}
+}
+
+// newerLease is changed, the copy of an instance a delta carries, with
+// the lease of the copy it replaces when that copy's answer showed its
+// lease later. Both answers come from the server's response cache, which
+// renewals do not refresh, and each is kept until a change of the
+// registry invalidates both: a delta encoded before the last whole read
+// names the same changes, and only its leases are older. A copy whose
+// answer showed its lease later also shows any registration the other
+// shows (a registration is itself a time its answer bounds), so the lease
+// kept is the instance's current one.
+func newerLease(old, changed Instance) Instance {
+	if old.LeaseObservedAt.After(changed.LeaseObservedAt) {
+		changed.LastUpdated, changed.LeaseObservedAt = old.LastUpdated, old.LeaseObservedAt
+	}
+	return changed
 }
 
 // reconcileHashcode is Eureka's apps__hashcode of r: the number of

@@ -75,8 +75,18 @@ type Instance struct {
 	// which drops it).
 	LastDirtyTimestamp time.Time
 
-	// LastUpdated is read-only, set by the server: the lease's last renewal.
+	// LastUpdated is read-only, set by the server: its
+	// leaseInfo.lastRenewalTimestamp, which is the registration's time
+	// until the first heartbeat and then the last heartbeat's time plus
+	// the lease's duration (see lease.go).
 	LastUpdated time.Time
+	// LeaseObservedAt is read-only, set by reads: the latest moment the
+	// server's answer that carried LastUpdated is known to describe (it may
+	// come from the server's response cache, minutes old), the moment
+	// Registry.ExpiredLeases judges the lease as of. A Registry's instances
+	// keep it from the last answer that carried them: a whole read, or a
+	// delta that named them.
+	LeaseObservedAt time.Time
 }
 
 // Errors returned by the client, matched with errors.Is through any

@@ -145,55 +145,87 @@ func encodeRegistration(inst Instance) ([]byte, error) {
 	}{body})
 }
 
-func decodeApp(body []byte) ([]Instance, error) {
+// decodeApp decodes GET /apps/{APP}, an answer of the server's response
+// cache asked for at asked.
+func decodeApp(body []byte, asked time.Time) ([]Instance, error) {
 	var resp fargo.GetAppResponseJson
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return nil, fmt.Errorf("decode application: %w", err)
 	}
-	return fromFargoAll(resp.Application.Instances)
+	insts, latest, err := fromFargoAll(resp.Application.Instances)
+	if err != nil {
+		return nil, err
+	}
+	observed(insts, leaseObservedAt(latest, asked, true))
+	return insts, nil
 }
 
-func decodeInstance(body []byte) (Instance, error) {
+// decodeInstance decodes GET /apps/{APP}/{id}, read straight from the
+// registry after asked.
+func decodeInstance(body []byte, asked time.Time) (Instance, error) {
 	var resp struct {
 		Instance fargo.Instance `json:"instance"`
 	}
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return Instance{}, fmt.Errorf("decode instance: %w", err)
 	}
-	return fromFargo(&resp.Instance)
+	inst, err := fromFargo(&resp.Instance)
+	if err != nil {
+		return Instance{}, err
+	}
+	inst.LeaseObservedAt = leaseObservedAt(encodedNoEarlierThan(&resp.Instance), asked, false)
+	return inst, nil
 }
 
-func fromFargoAll(fis []*fargo.Instance) ([]Instance, error) {
+// fromFargoAll converts the instances of one answer, and returns the
+// latest moment their leases show the server was at
+// (encodedNoEarlierThan).
+func fromFargoAll(fis []*fargo.Instance) ([]Instance, time.Time, error) {
 	out := make([]Instance, 0, len(fis))
+	var latest time.Time
 	for _, fi := range fis {
 		inst, err := fromFargo(fi)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 		out = append(out, inst)
+		latest = later(latest, encodedNoEarlierThan(fi))
 	}
-	return out, nil
+	return out, latest, nil
 }
 
-// decodeRegistry decodes GET /apps one application at a time as it
-// arrives, so that a registry of tens of thousands of instances is held
-// once, as decoded instances, and not also as its JSON, fargo's
-// whole-response types and their debug copies of that JSON.
-func decodeRegistry(body io.Reader) (*Registry, error) {
+// observed stamps insts, all of one answer, with when it showed their
+// leases.
+func observed(insts []Instance, at time.Time) {
+	for i := range insts {
+		insts[i].LeaseObservedAt = at
+	}
+}
+
+// decodeRegistry decodes GET /apps, asked for at asked, one application at
+// a time as it arrives, so that a registry of tens of thousands of
+// instances is held once, as decoded instances, and not also as its JSON,
+// fargo's whole-response types and their debug copies of that JSON.
+func decodeRegistry(body io.Reader, asked time.Time) (*Registry, error) {
 	var insts []Instance
+	var latest time.Time
 	hashcode, err := decodeApplications(body, func(dec *json.Decoder) error {
 		return eachApplication(dec, func(app *fargo.Application) error {
-			appInsts, err := fromFargoAll(app.Instances)
+			appInsts, appLatest, err := fromFargoAll(app.Instances)
 			if err != nil {
 				return fmt.Errorf("application %s: %w", app.Name, err)
 			}
 			insts = append(insts, appInsts...)
+			latest = later(latest, appLatest)
 			return nil
 		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decode applications: %w", err)
 	}
+	// One answer: every lease in it is shown as of the same moment, which
+	// the freshest of them bounds.
+	observed(insts, leaseObservedAt(latest, asked, true))
 	return newRegistry(insts, hashcode), nil
 }
 
@@ -314,10 +346,20 @@ func skipValue(dec *json.Decoder) error {
 	return dec.Decode(&skip)
 }
 
-// decodeDelta decodes GET /apps/delta one application at a time, calling
-// each with its changed instances and what happened to them (actionType,
-// which fargo's Instance does not keep). It returns the apps__hashcode.
-func decodeDelta(body io.Reader, each func(app string, changes []change) error) (string, error) {
+// appChanges are the changed instances of one app in a delta, and what
+// happened to them.
+type appChanges struct {
+	app     string
+	changes []change
+}
+
+// decodeDelta decodes GET /apps/delta, asked for at asked: each app's
+// changed instances and what happened to them (actionType, which fargo's
+// Instance does not keep), each stamped with when the answer showed its
+// lease, and the apps__hashcode.
+func decodeDelta(body io.Reader, asked time.Time) ([]appChanges, string, error) {
+	var all []appChanges
+	var latest time.Time
 	hashcode, err := decodeApplications(body, func(dec *json.Decoder) error {
 		if err := expectDelim(dec, '['); err != nil {
 			return err
@@ -330,45 +372,56 @@ func decodeDelta(body io.Reader, each func(app string, changes []change) error) 
 			if err := dec.Decode(&app); err != nil {
 				return err
 			}
-			changes, err := decodeChanges(app.Instances)
+			changes, appLatest, err := decodeChanges(app.Instances)
 			if err != nil {
 				return fmt.Errorf("application %s: %w", app.Name, err)
 			}
-			if err := each(app.Name, changes); err != nil {
-				return err
-			}
+			all = append(all, appChanges{app: app.Name, changes: changes})
+			latest = later(latest, appLatest)
 		}
 		return expectDelim(dec, ']')
 	})
 	if err != nil {
-		return "", fmt.Errorf("decode delta: %w", err)
+		return nil, "", fmt.Errorf("decode delta: %w", err)
 	}
-	return hashcode, nil
+	// The server encodes a delta's instances from their leases as they
+	// stand when it encodes the answer, not as they stood at the change.
+	at := leaseObservedAt(latest, asked, true)
+	for _, a := range all {
+		for i := range a.changes {
+			a.changes[i].instance.LeaseObservedAt = at
+		}
+	}
+	return all, hashcode, nil
 }
 
-func decodeChanges(raws []json.RawMessage) ([]change, error) {
+// decodeChanges decodes a delta's instances of one app, and returns the
+// latest moment their leases show the server was at.
+func decodeChanges(raws []json.RawMessage) ([]change, time.Time, error) {
 	changes := make([]change, 0, len(raws))
+	var latest time.Time
 	for _, raw := range raws {
 		var fi fargo.Instance
 		var action struct {
 			ActionType string `json:"actionType"`
 		}
 		if err := json.Unmarshal(raw, &fi); err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 		if err := json.Unmarshal(raw, &action); err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 		switch action.ActionType {
 		case actionAdded, actionModified, actionDeleted:
 		default:
-			return nil, fmt.Errorf("instance %s: unknown actionType %q", fi.InstanceId, action.ActionType)
+			return nil, time.Time{}, fmt.Errorf("instance %s: unknown actionType %q", fi.InstanceId, action.ActionType)
 		}
 		inst, err := fromFargo(&fi)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 		changes = append(changes, change{action: action.ActionType, instance: inst})
+		latest = later(latest, encodedNoEarlierThan(&fi))
 	}
-	return changes, nil
+	return changes, latest, nil
 }
