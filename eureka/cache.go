@@ -133,8 +133,9 @@ func (rc *RegistryCache) read(ctx context.Context) (*Registry, error) {
 		if errors.Is(err, ErrUnavailable) {
 			return nil, err
 		}
-		// A server that refuses deltas (eureka.server.disable-delta
-		// answers 403) is read whole.
+		// A server that refuses deltas (eureka.server.disable-delta, and
+		// a server that is starting, answer 403) is read whole: the whole
+		// read moves on past a server that is starting.
 		if err == nil && ok {
 			rc.good, rc.goodAt = next, rc.now()
 			return next, nil

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -320,7 +321,8 @@ func (c *Client) InstancesWithMetadata(ctx context.Context, app string, match ma
 }
 
 // do sends one request, failing over across the URLs: a network error, a
-// timeout or a 5xx moves on to the next URL; any other answer is final.
+// timeout, a 5xx or 429, and for a read a 403 move on to the next URL
+// (movesOn); any other answer is final.
 // When ctx has a deadline, each URL gets at most an equal share of what is
 // left of it, so a hanging server cannot spend the whole of a short budget
 // (a cancel on shutdown) before a healthy one is tried.
@@ -379,17 +381,52 @@ func (c *Client) exchangeAs(ctx context.Context, op, method, path string, body [
 		idx := (start + i) % len(c.urls)
 		base := c.urls[idx]
 		err := c.once(ctx, op, method, base+path, body, gzipOK, creds, read, len(c.urls)-i)
-		if err == nil || !errors.Is(err, ErrUnavailable) {
+		if err == nil || !movesOn(op, method, err) {
 			c.preferred.Store(int32(idx))
 			return err
 		}
 		errs = append(errs, err)
-		c.log.WithError(err).WithField("url", Redact(base)).Debug("eureka server unavailable, trying the next one")
+		c.log.WithError(err).WithField("url", Redact(base)).Debug("eureka server unavailable, or refusing reads while it starts: trying the next one")
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return errors.Join(errs...)
+	joined := errors.Join(errs...)
+	if len(errs) == len(c.urls) && !slices.ContainsFunc(errs, func(err error) bool { return StatusCode(err) != http.StatusForbidden }) {
+		// Still a refusal (ErrRejected, StatusCode 403), saying why
+		// each server may have refused.
+		return fmt.Errorf("each Eureka server refused the read (HTTP 403: a server refuses registry reads while it starts and syncs from its peers, a gateway or Spring Security what it does not allow): %w", joined)
+	}
+	return joined
+}
+
+// movesOn is true when err, one server's failure of request op, should
+// send the request to the next URL: no answer (a network error, a timeout,
+// a body cut short), a 5xx or a 429; and for a read, a 403. A Eureka server
+// answers 403 to the registry reads it serves from its response cache
+// (GET /apps, /apps/delta, /apps/{APP}, /vips) while it is starting and
+// has not yet synced from its peers (shouldAllowAccess, for up to
+// waitTimeInMsWhenSyncEmpty, 5 minutes), and Eureka's own client moves on
+// then (RetryableEurekaHttpClient, whose evaluator takes only 2xx, 302 and,
+// for a delta, 403 or 404 as an answer).
+//
+// The delta's 403 is an answer, as for Eureka's client: it also means
+// "deltas disabled" (eureka.server.disable-delta), and RegistryCache then
+// reads the registry whole, which moves on past a server that is starting.
+// Asking every URL for a delta that a cluster never serves would cost one
+// request per URL on every read.
+//
+// A 403 to a write stays final. Eureka answers none to a write (a starting
+// server takes registrations, heartbeats and cancels, and replicates them
+// to its peers), so a 403 to one comes from what authorizes requests in
+// front of the server or in it (a gateway, Spring Security): a refusal of
+// this caller's write that sending it to the next URL should not try to
+// get around, and that would only be repeated once per URL.
+func movesOn(op, method string, err error) bool {
+	if errors.Is(err, ErrUnavailable) {
+		return true
+	}
+	return method == http.MethodGet && op != opDelta && StatusCode(err) == http.StatusForbidden
 }
 
 // once sends one request to one URL and maps the answer to an error; left

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,5 +339,165 @@ func TestApplications_ReadsEveryAppAsInstancesReadsEachOne(t *testing.T) {
 		if !reflect.DeepEqual(got[0], want[0]) {
 			t.Errorf("%s: from the registry %+v, from the app %+v", inst.InstanceID, got[0], want[0])
 		}
+	}
+}
+
+// startingPeer is a Eureka server that is starting: until it has synced
+// from its peers it answers 403, with no body, to the registry reads it
+// serves from its response cache (shouldAllowAccess in eureka-core's
+// PeerAwareInstanceRegistryImpl), and takes everything else, here by
+// passing it to the real server behind it. A fault the real server cannot
+// produce on demand: the tests' standalone server has no peer to sync
+// from, and opens for traffic at once.
+type startingPeer struct {
+	*httptest.Server
+	starting       atomic.Bool
+	refused, taken atomic.Int64
+}
+
+func newStartingPeer(t *testing.T, behind string) *startingPeer {
+	t.Helper()
+	target, err := url.Parse(behind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	}}
+	p := &startingPeer{}
+	p.starting.Store(true)
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// GET /apps, /apps/delta, /apps/{APP}, /vips/{v}, /svips/{v}; not
+		// /apps/{APP}/{id}, read straight from the registry.
+		parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/eureka/"), "/")
+		cached := parts[0] == "apps" && len(parts) <= 2 || parts[0] == "vips" || parts[0] == "svips"
+		if r.Method == http.MethodGet && cached && p.starting.Load() {
+			p.refused.Add(1)
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		p.taken.Add(1)
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+func (p *startingPeer) url() string { return p.URL + "/eureka" }
+
+// A peer that is starting refuses registry reads with 403: the read moves
+// on to the next URL, as Eureka's own client does, and succeeds there.
+// The writes it takes.
+func TestFailover_AServerStillStartingIsSkippedForReads(t *testing.T) {
+	real := realServer(t).URL()
+	starting := newStartingPeer(t, real)
+	inst := testInstance("starting-app", "pod-1")
+	c := newClient(t, starting.url(), real)
+	if err := c.Register(ctx(t), inst); err != nil {
+		t.Fatalf("register through a server that is starting: %v", err)
+	}
+	if starting.taken.Load() != 1 {
+		t.Fatalf("the server that is starting took %d requests, want the registration", starting.taken.Load())
+	}
+	reg, err := c.Applications(ctx(t))
+	if err != nil {
+		t.Fatalf("read the registry with the first server starting: %v", err)
+	}
+	if got := reg.Instances(inst.App); len(got) != 1 || got[0].InstanceID != inst.InstanceID {
+		t.Fatalf("the registry read from the second server lists %v, want %s", ids(got), inst.InstanceID)
+	}
+	// A new client starts with the first URL again.
+	insts, err := newClient(t, starting.url(), real).Instances(ctx(t), inst.App)
+	if err != nil || len(insts) != 1 {
+		t.Fatalf("list %s with the first server starting: %v, %v", inst.App, ids(insts), err)
+	}
+	cached, err := eureka.NewRegistryCache(newClient(t, starting.url(), real), time.Minute).Registry(ctx(t))
+	if err != nil || len(cached.Instances(inst.App)) != 1 {
+		t.Fatalf("a RegistryCache's read with the first server starting: %v", err)
+	}
+	if n := starting.refused.Load(); n != 3 {
+		t.Errorf("the server that is starting refused %d reads, want 3 (each was asked it first)", n)
+	}
+}
+
+// A delta that the server read last refuses with 403 (it restarted, and is
+// starting; a server with deltas disabled answers the same) is an answer,
+// as it is to Eureka's own client: the cache reads the registry whole
+// instead, and the whole read moves on to the next server.
+func TestFailover_ADeltaRefusedWith403IsFollowedByAWholeReadFromTheNextServer(t *testing.T) {
+	real := realServer(t).URL()
+	peer := newStartingPeer(t, real)
+	peer.starting.Store(false)
+	ops := &opCounter{ops: map[string]int{}}
+	c, err := eureka.New(eureka.Options{URLs: []string{peer.url(), real}, Timeout: requestTimeout, Observer: ops})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := eureka.NewRegistryCache(c, 0) // every reader reads
+	if _, err := cache.Registry(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	peer.starting.Store(true)
+	inst := testInstance("restarted-app", "pod-1")
+	if err := newClient(t).Register(ctx(t), inst); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := cache.Registry(ctx(t))
+	if err != nil {
+		t.Fatalf("read after the server restarted: %v", err)
+	}
+	if got := reg.Instances(inst.App); len(got) != 1 {
+		t.Fatalf("the read after the refused delta lists %v, want %s", ids(got), inst.InstanceID)
+	}
+	// The first whole read and the refused one through the peer, the
+	// whole read from the real server, one delta: the peer's refusal.
+	if got := ops.String(); got != "map[applications:3 delta:1]" || peer.refused.Load() != 2 {
+		t.Fatalf("requests %s, %d refused by the peer; want map[applications:3 delta:1], 2", got, peer.refused.Load())
+	}
+}
+
+// refusing answers 403 to every request, as a gateway or Spring Security
+// refusing this caller does: a fault the real server never produces (it
+// answers 403 only to reads while it is starting).
+func refusing(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "Forbidden", http.StatusForbidden)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/eureka"
+}
+
+// A 403 from every server is still the servers' refusal, naming each and
+// why a server may refuse.
+func TestRejected_A403FromEveryServerIsTheirRefusal(t *testing.T) {
+	first, second := refusing(t), refusing(t)
+	_, err := newClient(t, first, second).Applications(ctx(t))
+	if !errors.Is(err, eureka.ErrRejected) || errors.Is(err, eureka.ErrUnavailable) || eureka.StatusCode(err) != http.StatusForbidden {
+		t.Fatalf("every server answering 403: %v (status %d), want ErrRejected with status 403", err, eureka.StatusCode(err))
+	}
+	for _, want := range []string{first, second, "refused the read", "while it starts"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// A write refused with 403 is not sent to the next server: Eureka answers
+// no write with 403, so it is the refusal of what authorizes requests,
+// which another URL must not be asked to get around. Reads move on.
+func TestRejected_AWriteRefusedWith403IsNotSentToTheNextServer(t *testing.T) {
+	gateway := refusing(t)
+	c := newClient(t, gateway, realServer(t).URL())
+	inst := testInstance("refused-app", "pod-1")
+	err := c.Register(ctx(t), inst)
+	if !errors.Is(err, eureka.ErrRejected) || eureka.StatusCode(err) != http.StatusForbidden || !strings.Contains(err.Error(), gateway) {
+		t.Fatalf("register refused with 403: %v, want ErrRejected with status 403 naming %s", err, gateway)
+	}
+	if _, err := newClient(t).Instance(ctx(t), inst.App, inst.InstanceID); !errors.Is(err, eureka.ErrNotFound) {
+		t.Fatalf("the refused registration reached the next server: %v", err)
+	}
+	if _, err := c.Applications(ctx(t)); err != nil {
+		t.Fatalf("a read with the first server refusing: %v", err)
 	}
 }

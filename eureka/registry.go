@@ -147,6 +147,9 @@ const (
 	actionDeleted  = "DELETED"
 )
 
+// opDelta is the delta read's name in metrics, and to failover (movesOn).
+const opDelta = "delta"
+
 // change is one instance of a delta and what happened to it.
 type change struct {
 	action   string
@@ -161,7 +164,7 @@ type change struct {
 // registry then, as Eureka's own client does.
 func (c *Client) applyDelta(ctx context.Context, r *Registry) (next *Registry, ok bool, err error) {
 	asked := c.now()
-	body, err := c.getCompressed(ctx, "delta", "/apps/delta")
+	body, err := c.getCompressed(ctx, opDelta, "/apps/delta")
 	if err != nil {
 		return nil, false, fmt.Errorf("read the registry's changes: %w", err)
 	}

@@ -98,8 +98,10 @@ var (
 	// ErrUnavailable: no server URL answered (network error, timeout or
 	// 5xx on every URL).
 	ErrUnavailable = errors.New("eureka: unavailable")
-	// ErrRejected: a server refused the request as malformed (4xx other
-	// than 404).
+	// ErrRejected: a server refused the request (4xx other than 404): as
+	// malformed, or as not allowed. A 403 to a read is one only when every
+	// URL answered 403: a server that is starting answers 403 to registry
+	// reads, and the next URL is tried.
 	ErrRejected = errors.New("eureka: request rejected")
 	// ErrInvalid: the caller's input is wrong (empty app, bad URL, ...);
 	// nothing was sent.
