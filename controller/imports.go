@@ -313,7 +313,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	} else {
 		set(v1alpha1.ConditionInstancesServed, true, reasonAllServed, "every instance imported is an endpoint, on each Service port it has enabled")
 	}
-	switch expired := expiredLeasesShim(registry, imp.EffectiveApp()); {
+	switch expired := registry.ExpiredLeases(imp.EffectiveApp()); {
 	case len(all) == 0:
 		set(v1alpha1.ConditionSynced, false, reasonNoInstances, fmt.Sprintf("Eureka lists no instance of %s yet: the Service has no endpoints until one registers", imp.EffectiveApp()))
 	case plan.total == 0 && len(plan.leftOut) > 0:
