@@ -3,7 +3,10 @@
 // writes, fails over across server URLs, bounds every request with a timeout
 // through an http.Client of its own, and maps server answers to typed errors
 // that survive wrapping. A RegistryCache shares one read of a server's
-// whole registry (or of its changes) among any number of readers.
+// whole registry (or of its changes) among any number of readers; each
+// instance in it carries when the server's answer showed its lease, and
+// Registry.ExpiredLeases judges leases as of that moment (lease.go says
+// what the server reports, and why no read's own time will do).
 // CheckServerURL is the one rule of a server's base URL, and ServerSet its
 // one canonical spelling: every spelling of a server sends the same
 // requests and shares one cache. Nothing else in the project imports fargo.

@@ -10,9 +10,10 @@ import (
 // Leases as the server reports them, and what a read can tell of them.
 //
 // What the real server (Spring Cloud Netflix 4.3 on eureka-core 2.0.5)
-// reports as leaseInfo.lastRenewalTimestamp, measured by
-// TestRegistryCache_JudgesLeasesOnlyOnWhatTheServerShowedFresh and read in
-// eureka-core's Lease and AbstractInstanceRegistry:
+// reports as leaseInfo.lastRenewalTimestamp, checked by
+// TestLease_TheServerReportsTheLastHeartbeatPlusTheLeasesDuration, measured
+// by hand where noted, and read in eureka-core's Lease, ResponseCacheImpl
+// and AbstractInstanceRegistry:
 //
 //   - Until the first heartbeat it is the registration's time
 //     (registrationTimestamp, to the millisecond).
@@ -31,27 +32,29 @@ import (
 //     registration, a cancel, an eviction or a status change do). Answers
 //     to GET /apps and /apps/delta are encoded once and served until the
 //     read-write cache expires them (serverCacheExpiry) plus up to one
-//     refresh of the read-only cache (ServerCacheDelay): on a registry
-//     where nothing changes, a whole read showed a lease 210.5 s old with
-//     heartbeats every 10 s. A delta's instances are encoded from their
-//     leases as they stand when the answer is (getApplicationDeltas
-//     decorates each), not as they stood at the change: a delta shows a
-//     renewal made after the registration it carries.
+//     refresh of the read-only cache (ServerCacheDelay): measured on a
+//     server with the default settings and one instance heartbeating every
+//     10 s, GET /apps and /apps/delta showed the same lease for 3.5
+//     minutes, the last time 210.5 s after its renewal. A delta's
+//     instances are encoded from their leases as they stand when the
+//     answer is (getApplicationDeltas decorates each), not as they stood
+//     at the change: a delta shows a renewal made after the registration
+//     it carries.
 //
 // So no read's own time says how fresh its leases are; the answer itself
-// does. Every timestamp the server writes into an answer is of a moment
-// no later than when it encoded the answer, so the latest of them is a
-// lower bound of that moment. The judgment below is made as of that
-// bound, never as of when the read arrived nor of how long ago the last
-// whole read was.
+// does. Every moment an answer records (a registration, a cancel, a
+// renewal: its lastRenewalTimestamp less the lease's duration) is no later
+// than when the server encoded it, so the latest of them is a lower bound
+// of that moment. The judgment below is made as of that bound, never as of
+// when the read arrived nor of how long ago the last whole read was.
 const (
 	// defaultLeaseDuration is the lease a server grants an instance whose
 	// leaseInfo.durationInSecs is ≤ 0.
 	defaultLeaseDuration = 90 * time.Second
-	// evictionPeriod is how often the server evicts expired leases
-	// (evictionIntervalTimerInMs): an instance past its lease may be
-	// listed this much longer by a server that evicts.
-	evictionPeriod = 60 * time.Second
+	// EvictionPeriod is how often a server evicts expired leases
+	// (evictionIntervalTimerInMs, by default): an instance past its lease
+	// may be listed this much longer by a server that evicts.
+	EvictionPeriod = 60 * time.Second
 	// serverCacheExpiry is how long the server's read-write response cache
 	// keeps an answer that no change invalidated
 	// (responseCacheAutoExpirationInSeconds).
@@ -118,12 +121,12 @@ func later(a, b time.Time) time.Time {
 // (LeaseObservedAt), the server had listed inst for longer than its own
 // rule allows and an eviction run had passed since: the server's clock
 // had passed LastUpdated + the lease's duration (Lease.isExpired), and
-// another evictionPeriod. Nothing is judged without both times.
+// another EvictionPeriod. Nothing is judged without both times.
 func leaseExpired(inst Instance) bool {
 	if inst.LastUpdated.IsZero() || inst.LeaseObservedAt.IsZero() {
 		return false
 	}
-	return inst.LeaseObservedAt.Sub(inst.LastUpdated) > leaseDuration(inst)+evictionPeriod
+	return inst.LeaseObservedAt.Sub(inst.LastUpdated) > leaseDuration(inst)+EvictionPeriod
 }
 
 // ExpiredLeases lists the IDs of the instances of app (case-insensitive)

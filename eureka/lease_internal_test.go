@@ -15,8 +15,8 @@ import (
 
 // The lease judgment over the cache's whole and delta reads, on a fake
 // clock: minutes of reads in microseconds. The answers are the real
-// server's shape and its lease rules as lease.go describes them (measured
-// against it by TestRegistryCache_JudgesLeasesOnlyOnWhatTheServerShowedFresh);
+// server's shape and its lease rules as lease.go describes them (checked
+// against it by TestLease_TheServerReportsTheLastHeartbeatPlusTheLeasesDuration);
 // the fake serves what the tests choose, down to the millisecond of each
 // lease and how old each answer is, which the real server cannot be made
 // to.
@@ -237,7 +237,7 @@ func TestExpiredLeases_AHeartbeatingInstanceIsNeverListedBetweenWholeReads(t *te
 					t.Fatalf("at t0+%s: ExpiredLeases %v, want none (%s)", clock.Now().Sub(t0), got, leasesOf(reg))
 				}
 				// The rule this replaces: the lease against the reader's clock.
-				if beating := instanceOf(t, reg, "beating"); clock.Now().Sub(beating.LastUpdated) > leaseDuration(beating)+evictionPeriod {
+				if beating := instanceOf(t, reg, "beating"); clock.Now().Sub(beating.LastUpdated) > leaseDuration(beating)+EvictionPeriod {
 					oldRuleListed++
 				}
 			}

@@ -155,6 +155,13 @@ func (o *opCounter) ObserveRequest(op, _ string, _ time.Duration, _ error) {
 	o.ops[op]++
 }
 
+// count is how many requests of op the client made.
+func (o *opCounter) count(op string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ops[op]
+}
+
 func (o *opCounter) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
