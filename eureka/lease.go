@@ -75,10 +75,10 @@ func leaseDuration(inst Instance) time.Duration {
 
 // encodedNoEarlierThan is the latest moment fi's lease information shows
 // the server was at: its registration, its eviction or cancel, its
-// service-up time, and its last renewal, which the server reports as the
-// renewal's time plus the lease's duration (or as the registration's time
-// before any renewal; minus the duration it is then earlier still). Each
-// is of a moment no later than when the answer carrying fi was encoded.
+// service-up time, and its last renewal, lastRenewalTimestamp less the
+// lease's duration (the renewal's time; before any renewal, a moment
+// before the registration). Each is no later than when the server encoded
+// the answer carrying fi.
 func encodedNoEarlierThan(fi *fargo.Instance) time.Time {
 	lease := fi.LeaseInfo
 	duration := time.Duration(lease.DurationInSecs) * time.Second
@@ -102,7 +102,9 @@ func encodedNoEarlierThan(fi *fargo.Instance) time.Time {
 // timestamp, and, for an answer from the server's response cache (cached),
 // at least asked − maxAnswerAge, which covers an answer whose every lease
 // is stale (nothing in it renewed lately). An answer read straight from the
-// registry is encoded after it was asked for.
+// registry is encoded after it was asked for. Comparing asked, by this
+// host's clock, with the server's timestamps assumes the two clocks agree
+// (NTP), as any reading of a lease's age does.
 func leaseObservedAt(latest, asked time.Time, cached bool) time.Time {
 	if cached {
 		return later(latest, asked.Add(-maxAnswerAge))
@@ -143,9 +145,10 @@ func leaseExpired(inst Instance) bool {
 // its lease, so how long ago the last whole read was does not matter, and
 // a heartbeating instance is never listed. An instance that stopped
 // heartbeating is listed by the first read after its expiry that shows
-// its lease, a whole read (at least every 5 minutes) if no delta carries
-// it; as late as its answer is old (up to maxAnswerAge, 210 s by default,
-// on a registry where nothing changes).
+// its lease: a whole read (a RegistryCache makes one at least every
+// wholeEvery, 5 minutes) if no delta carries it; as late as that read's
+// answer is old (up to maxAnswerAge, 210 s by default, on a registry where
+// nothing changes).
 func (r *Registry) ExpiredLeases(app string) []string {
 	var out []string
 	for _, inst := range r.apps[strings.ToUpper(app)] {
