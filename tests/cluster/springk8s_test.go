@@ -68,7 +68,11 @@ func TestSpringK8s_ADiscoveryClientInAPodCallsAnImportedVMServiceByName(t *testi
 	vm1 := startImportedVM(t, app, "vm-1")
 	watched := watchSlices(t, ns, app)
 	imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
-		Spec: v1alpha1.EurekaImportSpec{App: app, Eureka: v1alpha1.EurekaServers{ServiceURLs: c.Peers.URLs()}}}
+		Spec: v1alpha1.EurekaImportSpec{App: app, Eureka: v1alpha1.EurekaServers{ServiceURLs: c.Peers.URLs()},
+			// Spring Cloud Kubernetes gives a Service's labels and
+			// annotations to its instances as metadata.
+			Service: v1alpha1.ImportService{Labels: map[string]v1alpha1.LabelValue{"team": "tariffs"},
+				Annotations: map[string]v1alpha1.AnnotationValue{"example.com/runbook": "https://runbooks.example.com/tariffs"}}}}
 	if err := c.Node.Client.Create(ctx, imp); err != nil {
 		t.Fatal(err)
 	}
@@ -90,6 +94,9 @@ func TestSpringK8s_ADiscoveryClientInAPodCallsAnImportedVMServiceByName(t *testi
 	// one instance. Its load balancer calls that instance.
 	seen := caller.discovered(t, app, vm1)
 	t.Logf("the DiscoveryClient (%s) lists services %v and reports %s's instances %v", seen.Client, seen.Services, app, seen.Instances)
+	if md := seen.Instances[0].Metadata; md["team"] != "tariffs" || md["example.com/runbook"] != "https://runbooks.example.com/tariffs" {
+		t.Fatalf("the DiscoveryClient's instance metadata %v: want the import's Service label team=tariffs and its annotation", md)
+	}
 	waitAnswered(t, caller, harness.SpringStats{}, []string{"vm-1"})
 	afterCalls(t, caller, 100)
 	one := caller.statsT(t)
@@ -228,8 +235,9 @@ type discoverySeen struct {
 	Client    string   `json:"client"`
 	Services  []string `json:"services"`
 	Instances []struct {
-		Host string `json:"host"`
-		Port int32  `json:"port"`
+		Host     string            `json:"host"`
+		Port     int32             `json:"port"`
+		Metadata map[string]string `json:"metadata"`
 	} `json:"instances"`
 	Error string `json:"error"`
 }

@@ -121,6 +121,9 @@ public class SpringK8sClientApplication implements CommandLineRunner {
     }
 
     private static Map<String, Object> describe(ServiceInstance in) {
-        return Map.of("host", in.getHost(), "port", in.getPort(), "uri", String.valueOf(in.getUri()));
+        // The metadata Spring Cloud Kubernetes gives an instance: the
+        // Service's labels and annotations among it.
+        Map<String, String> metadata = in.getMetadata() == null ? Map.of() : in.getMetadata();
+        return Map.of("host", in.getHost(), "port", in.getPort(), "uri", String.valueOf(in.getUri()), "metadata", metadata);
     }
 }
