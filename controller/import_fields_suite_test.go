@@ -230,14 +230,9 @@ func TestImport_AnEmptiedReadKeepsTheEndpointsForAHold(t *testing.T) {
 		if err := held(); err != nil {
 			t.Fatal(err) // Eventually polls in the test's goroutine
 		}
-		cond, _, err := importCondition(imp, v1alpha1.ConditionSynced)
-		if err != nil {
-			return err
-		}
-		if cond == nil || cond.Reason != v1alpha1.ReasonRegistryEmptied || !strings.Contains(cond.Message, "kept as last written until") {
-			return fmt.Errorf("Synced %+v", cond)
-		}
-		return nil
+		return wantImportCondition(imp, v1alpha1.ConditionSynced, func(c *metav1.Condition) bool {
+			return c.Reason == v1alpha1.ReasonRegistryEmptied && strings.Contains(c.Message, "kept as last written until")
+		})()
 	})
 	if err := c.Register(context.Background(), inst); err != nil {
 		t.Fatal(err)
@@ -246,26 +241,15 @@ func TestImport_AnEmptiedReadKeepsTheEndpointsForAHold(t *testing.T) {
 		if err := held(); err != nil {
 			t.Fatal(err) // Eventually polls in the test's goroutine
 		}
-		cond, _, err := importCondition(imp, v1alpha1.ConditionSynced)
-		if err != nil {
-			return err
-		}
-		if cond == nil || cond.Status != metav1.ConditionTrue {
-			return fmt.Errorf("Synced %+v", cond)
-		}
-		return nil
+		return wantImportCondition(imp, v1alpha1.ConditionSynced, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue })()
 	})
 	// Gone for longer than the hold: emptied.
 	if err := c.Cancel(context.Background(), app, inst.InstanceID); err != nil {
 		t.Fatal(err)
 	}
 	harness.Eventually(t, patience+emptiedHold, "emptied once the hold is over", func() error {
-		cond, _, err := importCondition(imp, v1alpha1.ConditionSynced)
-		if err != nil {
+		if err := wantImportCondition(imp, v1alpha1.ConditionSynced, func(c *metav1.Condition) bool { return c.Reason == "NoInstances" })(); err != nil {
 			return err
-		}
-		if cond == nil || cond.Reason != "NoInstances" {
-			return fmt.Errorf("Synced %+v", cond)
 		}
 		return wantEndpoints(ns, service, map[string]bool{})()
 	})
@@ -284,16 +268,9 @@ func TestImport_TheEndpointsGaugeOutlivesARestartDuringAnOutage(t *testing.T) {
 	harness.Eventually(t, patience, "the VM imported", wantEndpoints(ns, strings.ToLower(app), map[string]bool{"10.26.0.1": true}))
 	proxy.Block()
 	defer proxy.Unblock()
-	harness.Eventually(t, patience, "EurekaReachable False", func() error {
-		cond, _, err := importCondition(imp, v1alpha1.ConditionEurekaReachable)
-		if err != nil {
-			return err
-		}
-		if cond == nil || cond.Status != metav1.ConditionFalse {
-			return fmt.Errorf("EurekaReachable %+v", cond)
-		}
-		return nil
-	})
+	harness.Eventually(t, patience, "EurekaReachable False", wantImportCondition(imp, v1alpha1.ConditionEurekaReachable, func(c *metav1.Condition) bool {
+		return c.Status == metav1.ConditionFalse
+	}))
 	controller.ForgetImportMetrics(ns, imp.Name) // as a restarted manager starts
 	harness.Eventually(t, patience, "the gauge back, from the status", func() error {
 		got, err := importGauge(ns, imp.Name)

@@ -391,6 +391,21 @@ func TestImport_NeverTakesOverEndpointsItDidNotMake(t *testing.T) {
 	check()
 }
 
+// wantImportCondition is nil once imp's condition typ is there and ok
+// says it is as wanted.
+func wantImportCondition(imp *v1alpha1.EurekaImport, typ string, ok func(*metav1.Condition) bool) func() error {
+	return func() error {
+		cond, _, err := importCondition(imp, typ)
+		if err != nil {
+			return err
+		}
+		if cond == nil || !ok(cond) {
+			return fmt.Errorf("%s %+v", typ, cond)
+		}
+		return nil
+	}
+}
+
 func TestImport_AnAppNotYetInEurekaWaitsAndEurekaDownKeepsTheEndpoints(t *testing.T) {
 	ns := newNamespace(t)
 	c := directClient(t, server.URL())

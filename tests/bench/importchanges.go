@@ -16,6 +16,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/tests/harness"
 )
 
 // Single-instance changes: once the imports are right and their steady
@@ -192,7 +193,7 @@ func cancelChanged(ctx context.Context, env *scaleEnv, instances int) error {
 	if err != nil {
 		return fmt.Errorf("cancel the instances of %s: %w", changedApp, err)
 	}
-	return pollUntil(ctx, 2*time.Minute, 200*time.Millisecond, "the registry without "+changedApp, func() error {
+	return harness.Poll(ctx, 2*time.Minute, 200*time.Millisecond, "the registry without "+changedApp, func() error {
 		reg, err := env.eureka.Applications(ctx)
 		if err != nil {
 			return err
@@ -210,7 +211,7 @@ func cancelChanged(ctx context.Context, env *scaleEnv, instances int) error {
 func waitChanged(ctx context.Context, env *scaleEnv, imp *v1alpha1.EurekaImport, w *sliceWatch, ready, total int, ip string, gone bool) error {
 	want := fmt.Sprintf("%d/%d", ready, total)
 	ipReady := ready == total // every step but DOWN leaves every endpoint ready
-	return pollUntil(ctx, 2*time.Minute, 100*time.Millisecond, "the import's status "+want, func() error {
+	return harness.Poll(ctx, 2*time.Minute, 100*time.Millisecond, "the import's status "+want, func() error {
 		if err := w.failed(); err != nil {
 			return err
 		}
@@ -242,7 +243,7 @@ func waitReconciled(ctx context.Context, reconciles func() (float64, error), n i
 	if err != nil {
 		return err
 	}
-	return pollUntil(ctx, 2*time.Minute, 200*time.Millisecond, fmt.Sprintf("%d more import reconciles", n), func() error {
+	return harness.Poll(ctx, 2*time.Minute, 200*time.Millisecond, fmt.Sprintf("%d more import reconciles", n), func() error {
 		now, err := reconciles()
 		if err != nil {
 			return err
@@ -252,26 +253,6 @@ func waitReconciled(ctx context.Context, reconciles func() (float64, error), n i
 		}
 		return nil
 	})
-}
-
-// pollUntil calls cond every poll until it returns nil, for at most
-// timeout.
-func pollUntil(ctx context.Context, timeout, poll time.Duration, what string, cond func() error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
-	for {
-		err := cond()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: not within %s: %w", what, timeout, err)
-		case <-tick.C:
-		}
-	}
 }
 
 // sliceWatch keeps the EndpointSlices of one Service, as a watch of them
