@@ -280,3 +280,35 @@ func TestImport_TheEndpointsGaugeOutlivesARestartDuringAnOutage(t *testing.T) {
 		return nil
 	})
 }
+
+// Instances the Service cannot serve are named with why, and the others
+// are imported all the same: a host name for ipAddr (NoIPAddress, not
+// PortMismatch), none of the Service's ports enabled, or both reasons.
+func TestImport_InstancesTheServiceCannotServeAreNamedWithWhy(t *testing.T) {
+	ns := newNamespace(t)
+	c := directClient(t, server.URL())
+	app := "UNSERVED-" + strings.ToUpper(ns[len(ns)-5:])
+	vm(t, c, app, "vm-7:unserved:8080", "vm-7.dc1.example.com", eureka.StatusUp, "")
+	imp := newImport(t, ns, app, nil)
+	harness.Eventually(t, patience, "Synced False NoIPAddress, the host name named", wantImportCondition(imp, v1alpha1.ConditionSynced, func(c *metav1.Condition) bool {
+		return c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonNoIPAddress && strings.Contains(c.Message, `vm-7:unserved:8080 (ipAddr "vm-7.dc1.example.com" is not an IP address)`)
+	}))
+	vm(t, c, app, "vm-1:unserved:8080", "10.27.0.1", eureka.StatusUp, "")
+	noPort := eureka.Instance{App: app, InstanceID: "vm-2:unserved", HostName: "10.27.0.2", IPAddr: "10.27.0.2", VIPAddress: strings.ToLower(app), Status: eureka.StatusUp, Metadata: map[string]string{}}
+	if err := c.Register(context.Background(), noPort); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Cancel(context.Background(), app, noPort.InstanceID) })
+	harness.Eventually(t, patience, "vm-1 imported, the others named", func() error {
+		if err := wantEndpoints(ns, strings.ToLower(app), map[string]bool{"10.27.0.1": true})(); err != nil {
+			return err
+		}
+		if err := wantImportCondition(imp, v1alpha1.ConditionSynced, func(c *metav1.Condition) bool { return c.Status == metav1.ConditionTrue })(); err != nil {
+			return err
+		}
+		return wantImportCondition(imp, v1alpha1.ConditionInstancesServed, func(c *metav1.Condition) bool {
+			return c.Status == metav1.ConditionFalse && c.Reason == "SeveralReasons" && strings.Contains(c.Message, "vm-7.dc1.example.com") &&
+				strings.Contains(c.Message, "vm-2:unserved (no enabled port for the Service's ports: none)")
+		})()
+	})
+}
