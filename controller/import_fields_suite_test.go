@@ -166,6 +166,7 @@ func TestImport_TheCRDTakesTheLabelsTheServiceTakes(t *testing.T) {
 		return string(b)
 	}
 	keys := []string{"team", "app.kubernetes.io/name", "kubernetes.io/x", "eurekube.io/import", "x.eurekube.io/y", "k8s.io/z", "example.com/team",
+		"service.kubernetes.io/service-proxy-name", "endpointslice.kubernetes.io/managed-by", "external-dns.alpha.kubernetes.io/hostname",
 		"-bad", "bad-", "a/b/c", strings.Repeat("k", 63), strings.Repeat("k", 64), strings.Repeat("d", 254) + "/k", "Example.com/k", "example..com/k"}
 	values := []string{"", "v", "-v", "v-", strings.Repeat("v", 63), strings.Repeat("v", 64), "a b", "A.b_c-d"}
 	for i := range 60 {
@@ -174,12 +175,11 @@ func TestImport_TheCRDTakesTheLabelsTheServiceTakes(t *testing.T) {
 			k, v = word(12), word(8)
 		}
 		reserved := strings.Contains(k, "/") && func(prefix string) bool {
-			for _, d := range []string{"kubernetes.io", "k8s.io", "eurekube.io"} {
-				if prefix == d || strings.HasSuffix(prefix, "."+d) {
-					return true
-				}
+			switch prefix {
+			case "eurekube.io", "kubernetes.io", "service.kubernetes.io", "endpointslice.kubernetes.io":
+				return true
 			}
-			return false
+			return strings.HasSuffix(prefix, ".eurekube.io")
 		}(k[:strings.Index(k, "/")])
 		labelOK := len(metavalidation.ValidateLabels(map[string]string{k: v}, field.NewPath("labels"))) == 0 && !reserved
 		annotationOK := len(apivalidation.ValidateAnnotations(map[string]string{k: v}, field.NewPath("annotations"))) == 0 && !reserved
@@ -198,7 +198,14 @@ func TestImport_TheCRDTakesTheLabelsTheServiceTakes(t *testing.T) {
 			}
 		}
 	}
-	long := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.Repeat("i", 64)}, Spec: v1alpha1.EurekaImportSpec{App: "LABELS"}}
+	for timeout, ok := range map[int32]bool{0: false, -1: false, 1: true, 86400: true, 86401: false} {
+		imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("affinity-%d", timeout+1)}, Spec: v1alpha1.EurekaImportSpec{App: "LABELS",
+			Service: v1alpha1.ImportService{SessionAffinity: corev1.ServiceAffinityClientIP, SessionAffinityConfig: &corev1.SessionAffinityConfig{ClientIP: &corev1.ClientIPConfig{TimeoutSeconds: ptr.To(timeout)}}}}}
+		if err := k8s.Create(context.Background(), imp, client.DryRunAll); (err == nil) != ok {
+			t.Errorf("ClientIP affinity for %d s: the CRD says %v, the Service would take it: %v", timeout, err, ok)
+		}
+	}
+		long := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.Repeat("i", 64)}, Spec: v1alpha1.EurekaImportSpec{App: "LABELS"}}
 	if err := k8s.Create(context.Background(), long, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "at most 63") {
 		t.Errorf("an import named with 64 characters: %v, want refused", err)
 	}

@@ -86,6 +86,11 @@ type importPlan struct {
 	leftOut []leftOut
 	// ports: the instance ports seen, for a condition when none fits.
 	ports []string
+	// splitPorts are the Service ports the Endpoints names in more than
+	// one subset (instances on different port numbers, or some lacking a
+	// port): Kubernetes writes them so too, but Spring Cloud Kubernetes'
+	// DiscoveryClient (3.3) cannot read it.
+	splitPorts []string
 }
 
 // writes is how many slices the plan writes.
@@ -230,7 +235,9 @@ func (s *sliceShape) key() string {
 	var b strings.Builder
 	b.WriteString(string(s.addressType))
 	for _, p := range s.ports {
-		fmt.Fprintf(&b, " %s=%d", *p.Name, *p.Port)
+		// A port edited by hand may lack a name or number: a shape no
+		// endpoint has, so its slice goes.
+		fmt.Fprintf(&b, " %s=%d", ptr.Deref(p.Name, ""), ptr.Deref(p.Port, 0))
 	}
 	return b.String()
 }
@@ -393,6 +400,10 @@ func planImport(imp *v1alpha1.EurekaImport, instances []eureka.Instance, familie
 		return metav1.ObjectMeta{Namespace: imp.Namespace, Labels: map[string]string{
 			ImportLabel: imp.Name, discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: ImportManagedBy}}
 	}
+	// Slices given endpoints are written before those that only lose
+	// some: an endpoint moving between shapes (a VM that enabled its
+	// secure port) is never in none.
+	var gaining []int
 	for _, key := range slices.Sorted(maps.Keys(shapes)) {
 		shape, want := shapes[key], byShape[key]
 		for _, w := range want {
@@ -402,8 +413,8 @@ func planImport(imp *v1alpha1.EurekaImport, instances []eureka.Instance, familie
 			}
 		}
 		type kept struct {
-			slice discoveryv1.EndpointSlice
-			dirty bool
+			slice        discoveryv1.EndpointSlice
+			dirty, gains bool // written; given endpoints it did not hold
 		}
 		var keep []*kept
 		placed := map[string]bool{}
@@ -447,7 +458,7 @@ func planImport(imp *v1alpha1.EurekaImport, instances []eureka.Instance, familie
 			if n > 0 {
 				k.slice.Endpoints = append(k.slice.Endpoints, fresh[:n]...)
 				fresh = fresh[n:]
-				k.dirty = true
+				k.dirty, k.gains = true, true
 			}
 		}
 		for _, k := range keep {
@@ -470,6 +481,9 @@ func planImport(imp *v1alpha1.EurekaImport, instances []eureka.Instance, familie
 			switch {
 			case len(k.slice.Endpoints) == 0:
 				plan.remove = append(plan.remove, k.slice)
+			case k.dirty && k.gains:
+				gaining = append(gaining, len(plan.slices))
+				plan.slices = append(plan.slices, k.slice)
 			case k.dirty:
 				plan.update = append(plan.update, len(plan.slices))
 				plan.slices = append(plan.slices, k.slice)
@@ -494,7 +508,17 @@ func planImport(imp *v1alpha1.EurekaImport, instances []eureka.Instance, familie
 			plan.slices = append(plan.slices, slice)
 		}
 	}
+	plan.update = append(gaining, plan.update...)
 	plan.endpoints = planEndpoints(&plan.service, families, plan.slices)
+	subsets := map[string]int{}
+	for _, ss := range plan.endpoints.Subsets {
+		for _, p := range ss.Ports {
+			if subsets[p.Name]++; subsets[p.Name] == 2 {
+				plan.splitPorts = append(plan.splitPorts, p.Name)
+			}
+		}
+	}
+	sort.Strings(plan.splitPorts)
 	return plan
 }
 

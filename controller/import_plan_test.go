@@ -356,13 +356,21 @@ func TestImportPlan_TheOrderEurekaListsInstancesInChangesNothing(t *testing.T) {
 
 // One instance's change (its status, its zone, a new one with the lowest
 // address, one gone) writes one slice at most, and leaves every other
-// endpoint in the slice that held it; over hundreds of changes to
-// registries past 100 and past 1,000 instances, one address each.
+// endpoint in the slice that held it; one whose secure port is switched on
+// or off moves to the slices of its new ports (two writes, the slice it
+// joins first). Applied in the plan's order, no write leaves an address
+// and port that is served before and after in no slice. Over hundreds of
+// changes to registries past 100 and past 1,000 instances, one address
+// each.
 func TestImportPlan_OneInstancesChangeWritesOneSliceAtMost(t *testing.T) {
 	for seed := range uint64(12) {
 		r := rand.New(rand.NewPCG(seed, 2905))
 		imp := randomImport(r)
 		imp.Spec.Service.Ports = nil // one port: every instance has it
+		twoPorts := seed%2 == 1
+		if twoPorts {
+			imp.Spec.Service.Ports = []v1alpha1.ImportPort{{Name: "http", Port: 80}, {Name: "https", Port: 443, InstancePort: v1alpha1.InstancePortSecure}}
+		}
 		n := 150 + r.IntN(200)
 		if seed%3 == 0 {
 			n = 1000 + r.IntN(1000)
@@ -370,24 +378,16 @@ func TestImportPlan_OneInstancesChangeWritesOneSliceAtMost(t *testing.T) {
 		var insts []eureka.Instance
 		for i := range n {
 			insts = append(insts, eureka.Instance{App: "PAYMENTS", InstanceID: fmt.Sprintf("vm-%05d", i), IPAddr: fmt.Sprintf("10.1.%d.%d", i/250, 1+i%250),
-				Port: 8080, PortEnabled: true, Status: planStatuses[r.IntN(len(planStatuses))], Metadata: map[string]string{sidecar.MetaZone: planZones[r.IntN(3)]}})
+				Port: 8080, PortEnabled: true, SecurePort: 8443, SecurePortEnabled: r.IntN(2) == 0,
+				Status: planStatuses[r.IntN(len(planStatuses))], Metadata: map[string]string{sidecar.MetaZone: planZones[r.IntN(3)]}})
 		}
 		plan := planImport(imp, insts, nil, nil)
 		next := 0
 		for step := range 300 {
-			where := func(p *importPlan) map[string]string {
-				out := map[string]string{}
-				for _, s := range p.slices {
-					for _, ep := range s.Endpoints {
-						out[ep.Addresses[0]] = s.Name
-					}
-				}
-				return out
-			}
-			before := where(&plan)
+			before := sliceOf(&plan)
 			i := r.IntN(len(insts))
-			changed := insts[i].IPAddr
-			switch r.IntN(4) {
+			changed, allowed := insts[i].IPAddr, 1
+			switch r.IntN(5) {
 			case 0:
 				insts[i].Status = planStatuses[r.IntN(len(planStatuses))]
 			case 1:
@@ -396,6 +396,11 @@ func TestImportPlan_OneInstancesChangeWritesOneSliceAtMost(t *testing.T) {
 				changed = fmt.Sprintf("10.0.0.%d", 1+next%250)
 				next++
 				insts = append(insts, eureka.Instance{App: "PAYMENTS", InstanceID: fmt.Sprintf("new-%05d", step), IPAddr: changed, Port: 8080, PortEnabled: true, Status: eureka.StatusUp})
+			case 3:
+				insts[i].SecurePortEnabled = !insts[i].SecurePortEnabled
+				if twoPorts {
+					allowed = 2 // out of one slice, into another
+				}
 			default:
 				insts = slices.Delete(insts, i, i+1)
 			}
@@ -409,16 +414,103 @@ func TestImportPlan_OneInstancesChangeWritesOneSliceAtMost(t *testing.T) {
 				continue
 			}
 			got := planImport(imp, insts, nil, plan.slices)
-			if w := got.writes(); w > 1 {
+			if w := got.writes(); w > allowed {
 				t.Fatalf("seed %d, step %d: one instance's change (%s) writes %d slices:\n%s", seed, step, changed, w, describePlan(&got))
 			}
-			for addr, name := range where(&got) {
-				if was, ok := before[addr]; ok && was != name && addr != changed {
+			for addr, name := range sliceOf(&got) {
+				if was, ok := before[addr]; ok && was != name && !strings.HasPrefix(addr, changed+":") {
 					t.Fatalf("seed %d, step %d: %s moved from slice %s to %s on %s's change", seed, step, addr, was, name, changed)
 				}
 			}
+			neverInNone(t, seed, plan.slices, &got)
 			plan = got
 		}
+	}
+}
+
+// sliceOf is where each address:port of the plan is: its slice's name.
+func sliceOf(p *importPlan) map[string]string {
+	out := map[string]string{}
+	for _, s := range p.slices {
+		for _, ep := range s.Endpoints {
+			for _, port := range s.Ports {
+				out[net.JoinHostPort(ep.Addresses[0], fmt.Sprint(*port.Port))] = s.Name
+			}
+		}
+	}
+	return out
+}
+
+// neverInNone writes plan over existing in its order (made, written over,
+// removed) and fails when a write leaves an address and port served
+// before and after it in no slice.
+func neverInNone(t *testing.T, seed uint64, existing []discoveryv1.EndpointSlice, plan *importPlan) {
+	t.Helper()
+	served := func(state map[string]discoveryv1.EndpointSlice) map[string]bool {
+		out := map[string]bool{}
+		for _, s := range state {
+			for _, ep := range s.Endpoints {
+				for _, port := range s.Ports {
+					out[*port.Name+" "+net.JoinHostPort(ep.Addresses[0], fmt.Sprint(*port.Port))] = true
+				}
+			}
+		}
+		return out
+	}
+	state := map[string]discoveryv1.EndpointSlice{}
+	for _, s := range existing {
+		state[s.Name] = s
+	}
+	after := map[string]discoveryv1.EndpointSlice{}
+	for _, s := range plan.slices {
+		after[s.Name] = s
+	}
+	keep, stays := served(state), served(after)
+	for k := range keep {
+		if !stays[k] {
+			delete(keep, k)
+		}
+	}
+	check := func(what string) {
+		now := served(state)
+		for k := range keep {
+			if !now[k] {
+				t.Fatalf("seed %d: after %s, %s is in no slice", seed, what, k)
+			}
+		}
+	}
+	for _, i := range plan.create {
+		state[plan.slices[i].Name] = plan.slices[i]
+		check("making " + plan.slices[i].Name)
+	}
+	for _, i := range plan.update {
+		state[plan.slices[i].Name] = plan.slices[i]
+		check("writing over " + plan.slices[i].Name)
+	}
+	for _, s := range plan.remove {
+		delete(state, s.Name)
+		check("removing " + s.Name)
+	}
+}
+
+// An instance without one of the Service's ports serves the others, and
+// the Endpoints then names a port in two subsets, as Kubernetes' would:
+// the plan says so, for the condition that warns Spring Cloud Kubernetes
+// users.
+func TestImportPlan_AnInstanceWithoutAPortServesTheOthers(t *testing.T) {
+	imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "payments"}, Spec: v1alpha1.EurekaImportSpec{App: "PAYMENTS",
+		Service: v1alpha1.ImportService{Ports: []v1alpha1.ImportPort{{Name: "http", Port: 80}, {Name: "https", Port: 443, InstancePort: v1alpha1.InstancePortSecure}}}}}
+	insts := []eureka.Instance{
+		{InstanceID: "both", IPAddr: "10.0.0.1", Port: 8080, PortEnabled: true, SecurePort: 8443, SecurePortEnabled: true, Status: eureka.StatusUp},
+		{InstanceID: "plain", IPAddr: "10.0.0.2", Port: 8080, PortEnabled: true, Status: eureka.StatusUp},
+	}
+	plan := planImport(imp, insts, nil, nil)
+	view := kubeProxyView(t, 0, imp, &plan)
+	if !view["http"]["10.0.0.2:8080"] || !view["http"]["10.0.0.1:8080"] || !view["https"]["10.0.0.1:8443"] || len(view["https"]) != 1 {
+		t.Fatalf("kube-proxy routes %v: want both on http, one on https", view)
+	}
+	if !slices.Equal(plan.splitPorts, []string{"http"}) || len(plan.leftOut) != 0 {
+		t.Fatalf("split ports %v, left out %v", plan.splitPorts, plan.leftOutNames())
 	}
 }
 

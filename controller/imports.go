@@ -78,21 +78,29 @@ const DefaultImportEmptiedHold = 2 * time.Minute
 // app's instances, and until when its endpoints are kept.
 type emptied struct{ since, until time.Time }
 
-// holdEmptied says whether imp keeps its endpoints as last written
-// because the read lists none of its app's instances (instances) while it
-// had endpoints, and until when. The hold starts at the first such read
-// this manager saw (a restarted manager holds anew: longer, never
-// shorter), and ends at the first read that lists one.
+// holdEmptied says whether imp keeps its endpoints as last written, and
+// until when: from a read that lists none of its app's instances while it
+// had endpoints, as long as the reads list fewer instances (instances)
+// than it had endpoints, and at most until the hold ends. The hold starts
+// at the first such read this manager saw (a restarted manager holds
+// anew: longer, never shorter).
 func (r *importReconciler) holdEmptied(imp *v1alpha1.EurekaImport, instances int) (bool, emptied) {
 	key := client.ObjectKeyFromObject(imp)
-	if instances > 0 || imp.Status.TotalEndpoints == 0 {
-		r.emptied.Delete(key)
-		return false, emptied{}
-	}
 	now := time.Now()
-	v, _ := r.emptied.LoadOrStore(key, emptied{since: now, until: now.Add(r.opts.ImportEmptiedHold)})
-	e := v.(emptied)
-	return now.Before(e.until), e
+	v, holding := r.emptied.Load(key)
+	switch {
+	case imp.Status.TotalEndpoints == 0:
+	case instances == 0 && !holding:
+		e := emptied{since: now, until: now.Add(r.opts.ImportEmptiedHold)}
+		r.emptied.Store(key, e)
+		return true, e
+	case holding && instances < int(imp.Status.TotalEndpoints) && now.Before(v.(emptied).until):
+		// Refilling: instances register again one heartbeat at a time,
+		// and the first few must not take all the Service's calls.
+		return true, v.(emptied)
+	}
+	r.emptied.Delete(key)
+	return false, emptied{}
 }
 
 // leftOutReason is the reason for instances left out: their kind's, or
@@ -263,12 +271,13 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	} else {
 		set(v1alpha1.ConditionAddressesAllowed, true, reasonAddressesAllowed, "no instance's address is inside this cluster but those of pods of namespaces that may register "+imp.EffectiveApp())
 	}
-	if held, left := r.holdEmptied(&imp, len(all)); held {
+	if held, left := r.holdEmptied(&imp, len(kept)); held {
 		// A read that lists none of the app's instances while its
-		// endpoints had some: kept, as last written, until the hold ends.
+		// endpoints had some, or fewer than it had since: kept, as last
+		// written, until they are back or the hold ends.
 		setImportGauges(imp.Namespace, imp.Name, st.ReadyEndpoints, st.TotalEndpoints)
-		set(v1alpha1.ConditionSynced, false, v1alpha1.ReasonRegistryEmptied, fmt.Sprintf("Eureka lists no instance of %s since %s, while the Service had %d endpoint(s): a server restarted empty lists them again as they heartbeat, so they are kept as last written until %s, then emptied if Eureka still lists none",
-			imp.EffectiveApp(), left.since.UTC().Format(time.RFC3339), st.TotalEndpoints, left.until.UTC().Format(time.RFC3339)))
+		set(v1alpha1.ConditionSynced, false, v1alpha1.ReasonRegistryEmptied, fmt.Sprintf("Eureka listed no instance of %s at %s, while the Service had %d endpoint(s), and lists %d now: a server restarted empty lists them again as they heartbeat, so they are kept as last written until as many are listed again, or until %s",
+			imp.EffectiveApp(), left.since.UTC().Format(time.RFC3339), st.TotalEndpoints, len(kept), left.until.UTC().Format(time.RFC3339)))
 		if _, err := r.finishImport(ctx, &imp, before); err != nil {
 			return reconcile.Result{}, err
 		}
@@ -313,6 +322,10 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	} else {
 		set(v1alpha1.ConditionInstancesServed, true, reasonAllServed, "every instance imported is an endpoint, on each Service port it has enabled")
 	}
+	split := ""
+	if imp.KeepsEndpoints() && len(plan.splitPorts) > 0 {
+		split = fmt.Sprintf("; the Endpoints names port %s in more than one subset (instances on different port numbers, or some without a port), as Kubernetes would: Spring Cloud Kubernetes' DiscoveryClient (3.3) cannot read that, see docs/operations.md", strings.Join(plan.splitPorts, ", "))
+	}
 	switch expired := registry.ExpiredLeases(imp.EffectiveApp()); {
 	case len(all) == 0:
 		set(v1alpha1.ConditionSynced, false, reasonNoInstances, fmt.Sprintf("Eureka lists no instance of %s yet: the Service has no endpoints until one registers", imp.EffectiveApp()))
@@ -323,9 +336,9 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		set(v1alpha1.ConditionSynced, true, reasonLeasesExpired, fmt.Sprintf("%d of %d endpoint(s) ready; %d instance(s) were listed past their lease at Eureka's last full answer (%s): the server may be in self-preservation, and they may be dead",
 			plan.ready, plan.total, len(expired), names(expired)))
 	case len(plan.leftOut) > 0:
-		set(v1alpha1.ConditionSynced, true, reasonImported, fmt.Sprintf("%d of %d endpoint(s) ready; left out: %s", plan.ready, plan.total, names(plan.leftOutNames())))
+		set(v1alpha1.ConditionSynced, true, reasonImported, fmt.Sprintf("%d of %d endpoint(s) ready; left out: %s%s", plan.ready, plan.total, names(plan.leftOutNames()), split))
 	default:
-		set(v1alpha1.ConditionSynced, true, reasonImported, fmt.Sprintf("%d of %d endpoint(s) ready, from %d instance(s) of %s", plan.ready, plan.total, len(all), imp.EffectiveApp()))
+		set(v1alpha1.ConditionSynced, true, reasonImported, fmt.Sprintf("%d of %d endpoint(s) ready, from %d instance(s) of %s%s", plan.ready, plan.total, len(all), imp.EffectiveApp(), split))
 	}
 	return r.finishImport(ctx, &imp, before)
 }
@@ -414,6 +427,7 @@ func importAsSyncer(imp *v1alpha1.EurekaImport) *v1alpha1.EurekaSyncer {
 // ones, then those that go, so that an endpoint moving between slices is
 // never in none.
 func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.EurekaImport, instances []eureka.Instance) (importPlan, string, string, error) {
+	var serviceErr error
 	want := planService(imp)
 	var svc corev1.Service
 	err := r.client.Get(ctx, client.ObjectKeyFromObject(&want), &svc)
@@ -463,8 +477,14 @@ func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.Eureka
 		}
 		return plan, "", "", fmt.Errorf("made Service %s anew for its new type: retry", svc.Name)
 	case mergeImportService(&svc, &want):
+		// A Service update the API server refuses (a field this server
+		// does not have, a policy) is said, and the slices are written
+		// all the same: they follow Eureka whatever the Service's fields.
 		if err := r.client.Update(ctx, &svc); err != nil {
-			return plan, "", "", fmt.Errorf("update Service %s: %w", svc.Name, err)
+			serviceErr = fmt.Errorf("update Service %s: %w", svc.Name, err)
+			if err := r.client.Get(ctx, client.ObjectKeyFromObject(&svc), &svc); err != nil {
+				return plan, "", "", errors.Join(serviceErr, fmt.Errorf("read Service %s: %w", svc.Name, err))
+			}
 		}
 	}
 	if !slices.Equal(families, svc.Spec.IPFamilies) {
@@ -494,7 +514,7 @@ func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.Eureka
 			return plan, "", "", fmt.Errorf("delete EndpointSlice %s: %w", stale.Name, err)
 		}
 	}
-	return plan, "", "", nil
+	return plan, "", "", serviceErr
 }
 
 // mergeImportService makes got, the import's Service as stored, what want
@@ -529,7 +549,8 @@ func mergeImportService(got, want *corev1.Service) bool {
 		got.Annotations = map[string]string{}
 	}
 	maps.Copy(got.Annotations, want.Annotations)
-	got.Spec.Ports = slices.Clone(want.Spec.Ports)
+	got.Spec.Ports = slices.Clone(want.Spec.Ports) // no nodePort: the type goes back too
+	got.Spec.Type, got.Spec.ExternalIPs = want.Spec.Type, nil
 	got.Spec.Selector = nil
 	got.Spec.SessionAffinity, got.Spec.SessionAffinityConfig = want.Spec.SessionAffinity, want.Spec.SessionAffinityConfig
 	got.Spec.TrafficDistribution, got.Spec.IPFamilyPolicy = want.Spec.TrafficDistribution, want.Spec.IPFamilyPolicy

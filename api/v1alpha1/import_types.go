@@ -74,8 +74,10 @@ const (
 // +kubebuilder:validation:Pattern=`^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$`
 type LabelValue string
 
-// AnnotationValue is an annotation's value (at most 4 KiB here).
-// +kubebuilder:validation:MaxLength=4096
+// AnnotationValue is an annotation's value (at most 2 KiB here: 64 of
+// them, with their keys and the record of what was applied, stay well
+// within the 256 KiB the API server allows a Service's annotations).
+// +kubebuilder:validation:MaxLength=2048
 type AnnotationValue string
 
 // ImportService is the Service an import keeps.
@@ -98,20 +100,23 @@ type ImportService struct {
 	Ports []ImportPort `json:"ports,omitempty"`
 	// Labels are put on the Service (Spring Cloud Kubernetes' discovery
 	// client turns a Service's labels into its instances' metadata). Keys
-	// of kubernetes.io, k8s.io and eurekube.io are Kubernetes' and
-	// Eurekube's own, and refused here.
+	// of eurekube.io (and its subdomains) are Eurekube's, and those of
+	// kubernetes.io, service.kubernetes.io and endpointslice.kubernetes.io
+	// change how Kubernetes routes the Service (service-proxy-name,
+	// headless, managed-by): they are refused here. The recommended
+	// app.kubernetes.io labels are welcome.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && k.indexOf('/') <= 253)",message="a label key is a name of at most 63 characters (letters, digits, '-', '_', '.'), optionally prefixed by a DNS subdomain and '/'"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?(kubernetes[.]io|k8s[.]io|eurekube[.]io)/'))",message="keys of kubernetes.io, k8s.io and eurekube.io are Kubernetes' and Eurekube's own: choose another prefix"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^(([^/]*[.])?eurekube[.]io|service[.]kubernetes[.]io|endpointslice[.]kubernetes[.]io|kubernetes[.]io)/'))",message="keys of eurekube.io, kubernetes.io, service.kubernetes.io and endpointslice.kubernetes.io are Eurekube's, or change how Kubernetes routes the Service: choose another prefix"
 	Labels map[string]LabelValue `json:"labels,omitempty"`
-	// Annotations are put on the Service. Keys of kubernetes.io, k8s.io
-	// and eurekube.io are refused, as for labels (an annotation key's
-	// prefix may have capitals, as Kubernetes allows).
+	// Annotations are put on the Service. The keys labels may not have
+	// are refused here too (an annotation key's prefix may have capitals,
+	// as Kubernetes allows).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.lowerAscii().matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$') && k.indexOf('/') <= 253)",message="an annotation key is a name of at most 63 characters (letters, digits, '-', '_', '.'), optionally prefixed by a DNS subdomain and '/'"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?(kubernetes[.]io|k8s[.]io|eurekube[.]io)/'))",message="keys of kubernetes.io, k8s.io and eurekube.io are Kubernetes' and Eurekube's own: choose another prefix"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^(([^/]*[.])?eurekube[.]io|service[.]kubernetes[.]io|endpointslice[.]kubernetes[.]io|kubernetes[.]io)/'))",message="keys of eurekube.io, kubernetes.io, service.kubernetes.io and endpointslice.kubernetes.io are Eurekube's, or change how Kubernetes routes the Service: choose another prefix"
 	Annotations map[string]AnnotationValue `json:"annotations,omitempty"`
 	// SessionAffinity is None (default) or ClientIP: kube-proxy then sends
 	// one client's connections to one endpoint, as a Service's
@@ -121,8 +126,9 @@ type ImportService struct {
 	// +kubebuilder:validation:Enum=None;ClientIP
 	SessionAffinity corev1.ServiceAffinity `json:"sessionAffinity,omitempty"`
 	// SessionAffinityConfig is ClientIP affinity's timeout, as a
-	// Service's (default 10800 s).
+	// Service's (default 10800 s; 1 to 86400).
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.clientIP) || !has(self.clientIP.timeoutSeconds) || (self.clientIP.timeoutSeconds >= 1 && self.clientIP.timeoutSeconds <= 86400)",message="clientIP.timeoutSeconds is 1 to 86400, as a Service's"
 	SessionAffinityConfig *corev1.SessionAffinityConfig `json:"sessionAffinityConfig,omitempty"`
 	// TrafficDistribution opts into zone routing, as a Service's:
 	// PreferClose (or its newer name PreferSameZone) has each endpoint
@@ -162,6 +168,7 @@ type EurekaImportSpec struct {
 	// Service is the Service to keep; of a pattern, each app's (the name
 	// is the app's, lower-cased).
 	// +optional
+	// +kubebuilder:default={}
 	Service ImportService `json:"service,omitempty"`
 	// IncludeThisCluster imports the instances this cluster's Eurekube
 	// registered too. By default only those elsewhere (VMs, other
@@ -256,7 +263,7 @@ type SkippedApp struct {
 // +kubebuilder:printcolumn:name="Synced",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Synced")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="an import's name is at most 63 characters: it is the value of the label eurekube.io/import on what it makes"
+// +kubebuilder:validation:XValidation:rule="oldSelf.hasValue() || size(self.metadata.name) <= 63",optionalOldSelf=true,message="an import's name is at most 63 characters: it is the value of the label eurekube.io/import on what it makes"
 type EurekaImport struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
