@@ -205,7 +205,7 @@ func TestImport_TheCRDTakesTheLabelsTheServiceTakes(t *testing.T) {
 			t.Errorf("ClientIP affinity for %d s: the CRD says %v, the Service would take it: %v", timeout, err, ok)
 		}
 	}
-		long := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.Repeat("i", 64)}, Spec: v1alpha1.EurekaImportSpec{App: "LABELS"}}
+	long := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: strings.Repeat("i", 64)}, Spec: v1alpha1.EurekaImportSpec{App: "LABELS"}}
 	if err := k8s.Create(context.Background(), long, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "at most 63") {
 		t.Errorf("an import named with 64 characters: %v, want refused", err)
 	}
