@@ -428,26 +428,19 @@ func importAsSyncer(imp *v1alpha1.EurekaImport) *v1alpha1.EurekaSyncer {
 // never in none.
 func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.EurekaImport, instances []eureka.Instance) (importPlan, string, string, error) {
 	var serviceErr error
-	want := planService(imp)
 	var svc corev1.Service
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(&want), &svc)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: imp.Namespace, Name: imp.EffectiveServiceName()}, &svc)
 	exists := err == nil
 	switch {
 	case apierrors.IsNotFound(err): // made below, after its Endpoints
 	case err != nil:
-		return importPlan{}, "", "", fmt.Errorf("read Service %s: %w", want.Name, err)
+		return importPlan{}, "", "", fmt.Errorf("read Service %s: %w", imp.EffectiveServiceName(), err)
 	case !metav1.IsControlledBy(&svc, imp):
 		return importPlan{}, notOwnedMessage("Service", &svc), reasonServiceNotOwned, nil
 	}
-	var existing discoveryv1.EndpointSliceList
-	if err := r.client.List(ctx, &existing, client.InNamespace(imp.Namespace), client.MatchingLabels{ImportLabel: imp.Name}); err != nil {
-		return importPlan{}, "", "", fmt.Errorf("list EndpointSlices: %w", err)
-	}
-	var have []discoveryv1.EndpointSlice
-	for _, s := range existing.Items {
-		if metav1.IsControlledBy(&s, imp) {
-			have = append(have, s)
-		}
+	have, err := r.importSlices(ctx, imp)
+	if err != nil {
+		return importPlan{}, "", "", err
 	}
 	// The Service's IP families are known once it exists; a Service about
 	// to be made is planned for any, and again once made.
@@ -456,6 +449,7 @@ func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.Eureka
 		families = svc.Spec.IPFamilies
 	}
 	plan := planImport(imp, instances, families, have)
+	want := &plan.service // the same whatever the families
 	// The Endpoints before the Service: a stranger's Endpoints of the name
 	// would become the Service's endpoints for whoever reads Endpoints.
 	if owner, err := r.keepEndpoints(ctx, imp, &plan.endpoints, !exists); err != nil || owner != "" {
@@ -476,7 +470,7 @@ func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.Eureka
 			return plan, "", "", fmt.Errorf("delete Service %s to change its type: %w", svc.Name, err)
 		}
 		return plan, "", "", fmt.Errorf("made Service %s anew for its new type: retry", svc.Name)
-	case mergeImportService(&svc, &want):
+	case mergeImportService(&svc, want):
 		// A Service update the API server refuses (a field this server
 		// does not have, a policy) is said, and the slices are written
 		// all the same: they follow Eureka whatever the Service's fields.
@@ -503,10 +497,9 @@ func (r *importReconciler) applyImport(ctx context.Context, imp *v1alpha1.Eureka
 		}
 	}
 	for _, i := range plan.update {
-		if s := &plan.slices[i]; true {
-			if err := r.client.Update(ctx, s); err != nil {
-				return plan, "", "", fmt.Errorf("update EndpointSlice %s: %w", s.Name, err)
-			}
+		s := &plan.slices[i]
+		if err := r.client.Update(ctx, s); err != nil {
+			return plan, "", "", fmt.Errorf("update EndpointSlice %s: %w", s.Name, err)
 		}
 	}
 	for _, stale := range plan.remove {
@@ -578,25 +571,41 @@ func notOwnedMessage(kind string, obj client.Object) string {
 	return fmt.Sprintf("%s %s exists and is not this import's (%s): nothing is written to it; set spec.service.name to a free name, or delete it", kind, obj.GetName(), owner)
 }
 
+// importSlices are the EndpointSlices imp made: labelled with its name and
+// controlled by it (a slice someone took the owner reference off is no
+// longer the import's).
+func (r *importReconciler) importSlices(ctx context.Context, imp *v1alpha1.EurekaImport) ([]discoveryv1.EndpointSlice, error) {
+	var list discoveryv1.EndpointSliceList
+	if err := r.client.List(ctx, &list, client.InNamespace(imp.Namespace), client.MatchingLabels{ImportLabel: imp.Name}); err != nil {
+		return nil, fmt.Errorf("list EndpointSlices: %w", err)
+	}
+	var own []discoveryv1.EndpointSlice
+	for _, s := range list.Items {
+		if metav1.IsControlledBy(&s, imp) {
+			own = append(own, s)
+		}
+	}
+	return own, nil
+}
+
 // removeImported deletes the Service, Endpoints and slices the import
 // made, and nothing else.
 func (r *importReconciler) removeImported(ctx context.Context, imp *v1alpha1.EurekaImport) error {
 	if err := r.removeEndpoints(ctx, imp); err != nil {
 		return err
 	}
-	var slices discoveryv1.EndpointSliceList
-	if err := r.client.List(ctx, &slices, client.InNamespace(imp.Namespace), client.MatchingLabels{ImportLabel: imp.Name}); err != nil {
-		return fmt.Errorf("list EndpointSlices: %w", err)
+	slices, err := r.importSlices(ctx, imp)
+	if err != nil {
+		return err
 	}
-	for i := range slices.Items {
-		if s := &slices.Items[i]; metav1.IsControlledBy(s, imp) {
-			if err := r.client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("delete EndpointSlice %s: %w", s.Name, err)
-			}
+	for i := range slices {
+		s := &slices[i]
+		if err := r.client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete EndpointSlice %s: %w", s.Name, err)
 		}
 	}
 	var svc corev1.Service
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: imp.Namespace, Name: imp.EffectiveServiceName()}, &svc)
+	err = r.client.Get(ctx, client.ObjectKey{Namespace: imp.Namespace, Name: imp.EffectiveServiceName()}, &svc)
 	if err == nil && metav1.IsControlledBy(&svc, imp) {
 		err = r.client.Delete(ctx, &svc, client.Preconditions{UID: &svc.UID})
 	}
