@@ -18,11 +18,17 @@ import (
 // overwrite each other's registration; the namespace and the UID's prefix
 // make it unique while it stays readable in the Eureka dashboard.
 func (c *Config) InstanceID() string {
-	uid := c.PodUID
+	return fmt.Sprintf("%s%s:%d", InstanceIDPrefix(c.PodName, c.PodNamespace, c.PodUID), strings.ToLower(c.AppName), c.Port)
+}
+
+// InstanceIDPrefix is how every instance id of a pod's registrar begins,
+// "<pod>.<namespace>.<UID prefix>:": what Eurekube's gateway holds a pod's
+// writes to.
+func InstanceIDPrefix(pod, namespace, uid string) string {
 	if len(uid) > instanceIDUIDLength {
 		uid = uid[:instanceIDUIDLength]
 	}
-	return fmt.Sprintf("%s.%s.%s:%s:%d", c.PodName, c.PodNamespace, uid, strings.ToLower(c.AppName), c.Port)
+	return pod + "." + namespace + "." + uid + ":"
 }
 
 // instanceIDUIDLength is how much of the pod UID the instance id carries:

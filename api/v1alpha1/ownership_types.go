@@ -27,7 +27,7 @@ const (
 )
 
 // EurekaAppPolicySpec grants Eureka app names to namespaces.
-// +kubebuilder:validation:XValidation:rule="(has(self.namespaces) && size(self.namespaces) > 0) || has(self.namespaceSelector)",message="name the namespaces the policy grants the apps to: namespaces, namespaceSelector or both"
+// +kubebuilder:validation:XValidation:rule="(has(self.namespaces) && size(self.namespaces) > 0) || has(self.namespaceSelector) || (has(self.clientSecrets) && size(self.clientSecrets) > 0)",message="name who the policy grants the apps to: namespaces, namespaceSelector, clientSecrets, or several"
 type EurekaAppPolicySpec struct {
 	// Apps are the Eureka app names the namespaces may register, as
 	// patterns: '*' stands for any run of characters (PAYMENTS, PAYMENTS-*,
@@ -60,6 +60,19 @@ type EurekaAppPolicySpec struct {
 	// +optional
 	// +kubebuilder:default=Join
 	Elsewhere ElsewhereRule `json:"elsewhere,omitempty"`
+
+	// ClientSecrets name Secrets of type kubernetes.io/basic-auth in the
+	// namespace Eurekube's gateway runs in. A client outside the cluster
+	// (a VM) that sends one's username and password to the gateway may
+	// write the apps of this policy through it: register, heartbeat,
+	// cancel, status and metadata. The namespaces of the policy are not
+	// involved: the Secret is the client's identity.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +listType=set
+	ClientSecrets []string `json:"clientSecrets,omitempty"`
 }
 
 // EffectiveElsewhere is spec.elsewhere, Join when unset.
