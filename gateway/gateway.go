@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/ownership"
 )
 
 // Modes of the gateway.
@@ -53,8 +54,14 @@ type Options struct {
 	// Cache reads EurekaAppPolicies, EurekaAppClaims, EurekaSyncers,
 	// Namespaces and the Secrets of Namespace.
 	Cache client.Reader
+	// IndexedSyncers: Cache has the index ownership.IndexSyncers makes.
+	IndexedSyncers bool
 	// Pods reads pods from the API server itself.
 	Pods client.Reader
+	// ManagerServiceAccount is Eurekube's manager's ServiceAccount,
+	// namespace/name: its pods' tokens write any app (what the reconciler
+	// writes); empty: none.
+	ManagerServiceAccount string
 	// Namespace holds the Secrets that policies' clientSecrets name.
 	Namespace string
 	// ClusterID is this cluster's eurekube.io/cluster marker.
@@ -80,6 +87,7 @@ type Gateway struct {
 	reads   *reads
 	audit   *auditor
 	log     logrus.FieldLogger
+	manager string
 }
 
 // New checks opts and returns a Gateway.
@@ -115,10 +123,15 @@ func New(opts Options) (*Gateway, error) {
 		enforce: opts.Mode == ModeEnforce,
 		tokens:  &tokens{reviewer: countingReviewer{opts.Reviewer}, audience: opts.Audience, ttl: opts.TokenTTL, staleFor: opts.StaleFor, now: opts.Now},
 		clients: clients{reader: opts.Cache, namespace: opts.Namespace},
-		authz:   authorizer{cache: opts.Cache, pods: opts.Pods, clusterID: opts.ClusterID},
-		reads:   &reads{eureka: opts.Eureka, ttl: opts.ReadTTL, now: opts.Now},
-		audit:   &auditor{log: opts.Log, events: opts.Events, now: opts.Now},
-		log:     opts.Log,
+		authz: authorizer{
+			cache: opts.Cache, pods: opts.Pods, clusterID: opts.ClusterID,
+			// Never Writer: the gateway claims nothing (a dry run of the
+			// ownership rule); claims are earned where pods are admitted.
+			checker: ownership.Checker{Reader: opts.Cache, Indexed: opts.IndexedSyncers},
+		},
+		reads: &reads{eureka: opts.Eureka, ttl: opts.ReadTTL, now: opts.Now},
+		audit: &auditor{log: opts.Log, events: opts.Events, now: opts.Now},
+		log:   opts.Log,
 	}, nil
 }
 
@@ -189,6 +202,7 @@ func (g *Gateway) judge(ctx context.Context, r *http.Request, w write) (Identity
 	if aerr != nil {
 		return id, refuse(aerr.status, aerr.reason, aerr.msg)
 	}
+	id.Manager = id.Kind == KindPod && g.manager != "" && id.Namespace+"/"+id.ServiceAccount == g.manager
 	if id.Stale && w.op != OpRenew && w.op != OpCancel {
 		return id, refuse(http.StatusServiceUnavailable, ReasonReviewDown,
 			fmt.Sprintf("%s was verified earlier, but TokenReview cannot be reached now: its heartbeats and cancel go through, its %s waits until the token can be verified again", id, w.op))

@@ -42,12 +42,19 @@ type Identity struct {
 	// Stale is true when the identity was verified earlier and TokenReview
 	// cannot be reached now: enough to keep a lease, not to register.
 	Stale bool
+	// Manager: the pod is Eurekube's manager (its ServiceAccount is
+	// Options.ManagerServiceAccount), which writes what the reconciler
+	// does: Service-mode instances, Standby's overrides, orphans' cancels.
+	Manager bool
 }
 
 // String names the identity in logs, audit lines and Events.
 func (id Identity) String() string {
 	switch id.Kind {
 	case KindPod:
+		if id.Manager {
+			return "Eurekube's manager (pod " + id.Namespace + "/" + id.Pod + ")"
+		}
 		return "pod " + id.Namespace + "/" + id.Pod
 	case KindClient:
 		return "client of Secret " + id.Secret

@@ -67,9 +67,16 @@ func credentialsFunc(cfg Config, log logrus.FieldLogger) eureka.CredentialsFunc 
 		static := eureka.Credentials{Username: cfg.Username, Password: cfg.Password}
 		return func(bool) (eureka.Credentials, error) { return static, nil }
 	}
+	return CredentialsFromFiles(cfg.UsernameFile, cfg.PasswordFile, log)
+}
+
+// CredentialsFromFiles reads basic-auth credentials from two files (a
+// mounted Secret's username and password), again when a stat shows either
+// changed or when Eureka refused them.
+func CredentialsFromFiles(usernameFile, passwordFile string, log logrus.FieldLogger) eureka.CredentialsFunc {
 	var (
 		mu      sync.Mutex
-		stamps  = newFileStamps(cfg.UsernameFile, cfg.PasswordFile)
+		stamps  = newFileStamps(usernameFile, passwordFile)
 		current eureka.Credentials
 		loaded  bool
 	)
@@ -79,19 +86,19 @@ func credentialsFunc(cfg Config, log logrus.FieldLogger) eureka.CredentialsFunc 
 		if !stamps.changed() && loaded && !reload {
 			return current, nil
 		}
-		user, err := os.ReadFile(cfg.UsernameFile)
+		user, err := os.ReadFile(usernameFile)
 		if err != nil {
 			loaded = false
 			return eureka.Credentials{}, fmt.Errorf("read the Eureka username: %w", err)
 		}
-		pass, err := os.ReadFile(cfg.PasswordFile)
+		pass, err := os.ReadFile(passwordFile)
 		if err != nil {
 			loaded = false
 			return eureka.Credentials{}, fmt.Errorf("read the Eureka password: %w", err)
 		}
 		next := eureka.Credentials{Username: string(user), Password: string(pass)}
 		if loaded && next != current {
-			log.WithField("file", cfg.PasswordFile).Info("eureka credentials changed; using the new ones")
+			log.WithField("file", passwordFile).Info("eureka credentials changed; using the new ones")
 		}
 		current, loaded = next, true
 		return current, nil
