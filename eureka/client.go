@@ -47,6 +47,17 @@ type Options struct {
 	// request instead of Username and Password, so that a rotated password
 	// is used from the next request on without a new Client.
 	Credentials CredentialsFunc
+	// BearerToken, when set, gives the token every request carries as
+	// Authorization: Bearer, unless it carries basic-auth credentials
+	// (Username, or Credentials with a username, win: a syncer that names
+	// its own Eureka with credentials talks to that Eureka directly). A
+	// pod's projected ServiceAccount token for Eurekube's gateway, which
+	// the kubelet rotates: it is called once per request, so it must be
+	// cheap (a stat of the token's file, not a read), and again after a
+	// server refused the token (HTTP 401), the request then sent once more
+	// when the token changed. An empty token sends none. The token is
+	// never logged and no error quotes it.
+	BearerToken func() (string, error)
 	// Timeout bounds each HTTP request to one server (default 5 s).
 	Timeout time.Duration
 	// TLSConfig for https URLs; nil means the system defaults.
@@ -77,10 +88,28 @@ type Credentials struct {
 // source; when they changed, the request is sent once more with them.
 type CredentialsFunc func(reload bool) (Credentials, error)
 
+// auth is what one request authenticates with: basic-auth credentials, or
+// else a bearer token; neither when both are empty.
+type auth struct {
+	basic  Credentials
+	bearer string
+}
+
+// set adds a's Authorization header to req.
+func (a auth) set(req *http.Request) {
+	switch {
+	case a.basic.Username != "":
+		req.SetBasicAuth(a.basic.Username, a.basic.Password)
+	case a.bearer != "":
+		req.Header.Set("Authorization", "Bearer "+a.bearer)
+	}
+}
+
 // Client talks to one Eureka cluster. It is safe for concurrent use.
 type Client struct {
 	urls        []string
-	credentials CredentialsFunc // nil: no basic auth
+	credentials CredentialsFunc        // nil: no basic auth
+	bearer      func() (string, error) // nil: no bearer token
 	timeout     time.Duration
 	http        *http.Client
 	log         logrus.FieldLogger
@@ -146,6 +175,7 @@ func New(opts Options) (*Client, error) {
 	return &Client{
 		urls:        urls,
 		credentials: credentials,
+		bearer:      opts.BearerToken,
 		timeout:     opts.Timeout,
 		http:        &http.Client{Transport: transport},
 		log:         opts.Logger,
@@ -348,33 +378,67 @@ type answer struct {
 // answer (Eureka serves its registry from a cache of compressed answers)
 // and read gets it as it came.
 //
-// With a CredentialsFunc, a request the server answers with 401 is sent once
-// more when the credentials, read afresh, changed: a rotated password is
-// used at once rather than after the next change of the files is noticed.
+// With a CredentialsFunc or a bearer token, a request the server answers
+// with 401 is sent once more when the credentials or the token, read
+// afresh, changed: a rotated password or token is used at once rather than
+// after the next change of the files is noticed.
 func (c *Client) exchange(ctx context.Context, op, method, path string, body []byte, gzipOK bool, read func(answer) error) error {
-	if c.credentials == nil {
-		return c.exchangeAs(ctx, op, method, path, body, gzipOK, Credentials{}, read)
-	}
-	creds, err := c.credentials(false)
+	a, err := c.auth(false)
 	if err != nil {
-		return fmt.Errorf("%w: basic-auth credentials: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	err = c.exchangeAs(ctx, op, method, path, body, gzipOK, creds, read)
-	if StatusCode(err) != http.StatusUnauthorized {
+	err = c.exchangeAs(ctx, op, method, path, body, gzipOK, a, read)
+	if StatusCode(err) != http.StatusUnauthorized || !c.reloads(a) {
 		return err
 	}
-	fresh, rerr := c.credentials(true)
+	fresh, rerr := c.auth(true)
 	if rerr != nil {
-		return fmt.Errorf("%w; reading the credentials again: %v", err, rerr)
+		return fmt.Errorf("%w; reading them again: %v", err, rerr)
 	}
-	if fresh == creds {
+	if fresh == a {
 		return err
 	}
-	c.log.WithField("op", op).Info("eureka refused the credentials; sending again with the ones just read")
+	c.log.WithField("op", op).Info(a.refused())
 	return c.exchangeAs(ctx, op, method, path, body, gzipOK, fresh, read)
 }
 
-func (c *Client) exchangeAs(ctx context.Context, op, method, path string, body []byte, gzipOK bool, creds Credentials, read func(answer) error) error {
+// auth reads what the next request authenticates with: the credentials,
+// else the bearer token (reload: a server refused the last ones). The
+// error names which could not be read, never their value.
+func (c *Client) auth(reload bool) (auth, error) {
+	var a auth
+	if c.credentials != nil {
+		creds, err := c.credentials(reload)
+		if err != nil {
+			return auth{}, fmt.Errorf("basic-auth credentials: %v", err)
+		}
+		a.basic = creds
+	}
+	if a.basic.Username == "" && c.bearer != nil {
+		token, err := c.bearer()
+		if err != nil {
+			return auth{}, fmt.Errorf("bearer token: %v", err)
+		}
+		a.bearer = token
+	}
+	return a, nil
+}
+
+// reloads is true when a refusal of a (401) is worth reading the
+// credentials or the token again for.
+func (c *Client) reloads(a auth) bool {
+	return c.credentials != nil || a.bearer != ""
+}
+
+// refused is the log line of a request sent again after a refusal of a.
+func (a auth) refused() string {
+	if a.bearer != "" {
+		return "eureka refused the bearer token; sending again with the one just read"
+	}
+	return "eureka refused the credentials; sending again with the ones just read"
+}
+
+func (c *Client) exchangeAs(ctx context.Context, op, method, path string, body []byte, gzipOK bool, creds auth, read func(answer) error) error {
 	start := int(c.preferred.Load())
 	var errs []error
 	for i := range c.urls {
@@ -431,7 +495,7 @@ func movesOn(op, method string, err error) bool {
 
 // once sends one request to one URL and maps the answer to an error; left
 // is how many URLs, this one included, may still be tried.
-func (c *Client) once(ctx context.Context, op, method, target string, body []byte, gzipOK bool, creds Credentials, read func(answer) error, left int) error {
+func (c *Client) once(ctx context.Context, op, method, target string, body []byte, gzipOK bool, creds auth, read func(answer) error, left int) error {
 	timeout := c.timeout
 	if deadline, ok := ctx.Deadline(); ok && left > 1 {
 		timeout = min(timeout, time.Until(deadline)/time.Duration(left))
@@ -446,7 +510,7 @@ func (c *Client) once(ctx context.Context, op, method, target string, body []byt
 	return err
 }
 
-func (c *Client) send(ctx context.Context, method, target string, body []byte, gzipOK bool, creds Credentials, read func(answer) error) error {
+func (c *Client) send(ctx context.Context, method, target string, body []byte, gzipOK bool, creds auth, read func(answer) error) error {
 	var reader io.Reader
 	if body != nil {
 		reader = bytes.NewReader(body)
@@ -460,9 +524,7 @@ func (c *Client) send(ctx context.Context, method, target string, body []byte, g
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if creds.Username != "" {
-		req.SetBasicAuth(creds.Username, creds.Password)
-	}
+	creds.set(req)
 	if gzipOK {
 		// Set by hand, so the transport leaves the answer compressed.
 		req.Header.Set("Accept-Encoding", "gzip")

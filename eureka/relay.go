@@ -51,26 +51,23 @@ type Relayed struct {
 // to the client and is returned as it is. The error is non-nil only when
 // no server answered so; it wraps ErrUnavailable.
 func (c *Client) Relay(ctx context.Context, r Relay) (*Relayed, error) {
-	var creds Credentials
-	if c.credentials != nil {
-		var err error
-		if creds, err = c.credentials(false); err != nil {
-			return nil, fmt.Errorf("%w: basic-auth credentials: %v", ErrInvalid, err)
-		}
+	creds, err := c.auth(false)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	a, err := c.relayAs(ctx, r, creds)
-	if err != nil || a.Status != http.StatusUnauthorized || c.credentials == nil {
+	if err != nil || a.Status != http.StatusUnauthorized || !c.reloads(creds) {
 		return a, err
 	}
-	fresh, rerr := c.credentials(true)
+	fresh, rerr := c.auth(true)
 	if rerr != nil || fresh == creds {
 		return a, nil
 	}
-	c.log.WithField("op", r.Op).Info("eureka refused the credentials; sending again with the ones just read")
+	c.log.WithField("op", r.Op).Info(creds.refused())
 	return c.relayAs(ctx, r, fresh)
 }
 
-func (c *Client) relayAs(ctx context.Context, r Relay, creds Credentials) (*Relayed, error) {
+func (c *Client) relayAs(ctx context.Context, r Relay, creds auth) (*Relayed, error) {
 	start := int(c.preferred.Load())
 	var errs []error
 	var last *Relayed
@@ -111,7 +108,7 @@ func relayMovesOn(r Relay, status int) bool {
 	return false
 }
 
-func (c *Client) relayOnce(ctx context.Context, r Relay, base string, creds Credentials, left int) (*Relayed, error) {
+func (c *Client) relayOnce(ctx context.Context, r Relay, base string, creds auth, left int) (*Relayed, error) {
 	timeout := c.timeout
 	if deadline, ok := ctx.Deadline(); ok && left > 1 {
 		timeout = min(timeout, time.Until(deadline)/time.Duration(left))
@@ -130,7 +127,7 @@ func (c *Client) relayOnce(ctx context.Context, r Relay, base string, creds Cred
 	return a, err
 }
 
-func (c *Client) relaySend(ctx context.Context, r Relay, base string, creds Credentials) (*Relayed, error) {
+func (c *Client) relaySend(ctx context.Context, r Relay, base string, creds auth) (*Relayed, error) {
 	var body io.Reader
 	if r.Body != nil {
 		body = bytes.NewReader(r.Body)
@@ -150,9 +147,7 @@ func (c *Client) relaySend(ctx context.Context, r Relay, base string, creds Cred
 		// Set by hand, so the transport leaves the answer compressed.
 		req.Header.Set("Accept-Encoding", "gzip")
 	}
-	if creds.Username != "" {
-		req.SetBasicAuth(creds.Username, creds.Password)
-	}
+	creds.set(req) // the gateway's own credentials or token, never the client's
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, &RequestError{Method: r.Method, URL: shown, Err: redactURLError(err), kind: ErrUnavailable}
