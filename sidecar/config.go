@@ -88,6 +88,9 @@ type Config struct {
 	CAFile         string
 	ClientCertFile string
 	ClientKeyFile  string
+	// GatewayTokenFile holds the pod's projected ServiceAccount token for
+	// Eurekube's gateway, sent when no credentials are (TokenFromFile).
+	GatewayTokenFile string
 
 	// Protocol is what the registered port speaks: ProtocolHTTP or
 	// ProtocolTCP. A TCP instance carries no URLs.
@@ -207,6 +210,7 @@ func ParseEnv(lookup func(string) (string, bool)) (Config, error) {
 		CAFile:           p.optional(EnvEurekaCAFile, ""),
 		ClientCertFile:   p.optional(EnvEurekaClientCertFile, ""),
 		ClientKeyFile:    p.optional(EnvEurekaClientKeyFile, ""),
+		GatewayTokenFile: p.optional(EnvGatewayTokenFile, ""),
 		Protocol:         strings.ToLower(p.optional(EnvProtocol, d.Protocol)),
 		Management: ManagementConfig{
 			Port:     p.port(EnvManagementPort, false),
@@ -323,6 +327,7 @@ func (c *Config) Env() []EnvVar {
 	add(EnvEurekaCAFile, c.CAFile)
 	add(EnvEurekaClientCertFile, c.ClientCertFile)
 	add(EnvEurekaClientKeyFile, c.ClientKeyFile)
+	add(EnvGatewayTokenFile, c.GatewayTokenFile)
 	add(EnvHealthType, c.Health.Type)
 	add(EnvHealthScheme, c.Health.Scheme)
 	add(EnvHealthPath, c.Health.Path)

@@ -103,11 +103,11 @@ func TestEnv_ParsesBackToTheSameConfig(t *testing.T) {
 				EnvNodeName: "node-1", EnvVIPAddress: "orders-vip", EnvSecureVIPAddress: "orders-secure", EnvSecurePort: "8443",
 				EnvEurekaUsername: "u", EnvEurekaPassword: "p:w", EnvHealthType: "HTTP", EnvHealthScheme: "HTTPS", EnvHealthPath: "/ready",
 				EnvHealthPort: "8081", EnvHealthPeriod: "10", EnvHealthTimeout: "500ms", EnvHealthFailureThreshold: "4",
-				EnvHealthSuccessThreshold: "2", EnvTrafficFile: "/etc/eurekube/podinfo/traffic", EnvLeaseRenewalInterval: "5s", EnvLeaseDuration: "15s", EnvRequestTimeout: "1s",
+				EnvHealthSuccessThreshold: "2", EnvTrafficFile: "/etc/eurekube/podinfo/traffic", EnvZoneFile: "/etc/eurekube/podinfo/zone", EnvLeaseRenewalInterval: "5s", EnvLeaseDuration: "15s", EnvRequestTimeout: "1s",
 				EnvRetryMax: "2s", EnvShutdownTimeout: "3s", EnvListenAddr: "127.0.0.1:9999", EnvLogLevel: "debug",
 				EnvEurekaUsernameFile: "/etc/eurekube/eureka/username", EnvEurekaPasswordFile: "/etc/eurekube/eureka/password",
 				EnvEurekaCAFile: "/etc/eurekube/eureka/ca.crt", EnvEurekaClientCertFile: "/etc/eurekube/eureka/tls.crt",
-				EnvEurekaClientKeyFile: "/etc/eurekube/eureka/tls.key",
+				EnvEurekaClientKeyFile: "/etc/eurekube/eureka/tls.key", EnvGatewayTokenFile: "/var/run/secrets/eurekube.io/gateway/token",
 			} {
 				env[k] = v
 			}
@@ -125,6 +125,18 @@ func TestEnv_ParsesBackToTheSameConfig(t *testing.T) {
 			}
 			if !reflect.DeepEqual(again, cfg) {
 				t.Fatalf("parsed back %+v, want %+v", again, cfg)
+			}
+			if name != "every variable" {
+				return
+			}
+			rendered := map[string]bool{}
+			for _, e := range cfg.Env() {
+				rendered[e.Name] = true
+			}
+			for _, name := range EnvNames() {
+				if !rendered[name] {
+					t.Errorf("%s is not rendered: set it in this case, so that its round trip is tested", name)
+				}
 			}
 		})
 	}
@@ -157,6 +169,7 @@ func FuzzParseEnv(f *testing.F) {
 	f.Add(seed.String() + EnvTrafficFile + "= /etc/eurekube/podinfo/traffic \n")
 	f.Add(seed.String() + EnvEurekaUsernameFile + "=/u\n" + EnvEurekaPasswordFile + "=/p\n" + EnvEurekaCAFile + "=/ca\n" +
 		EnvEurekaClientCertFile + "=/c\n" + EnvEurekaClientKeyFile + "=/k\n")
+	f.Add(seed.String() + EnvGatewayTokenFile + "= /var/run/secrets/eurekube.io/gateway/token \n")
 	f.Fuzz(func(t *testing.T, lines string) {
 		env := map[string]string{}
 		for _, line := range strings.Split(lines, "\n") {

@@ -57,6 +57,14 @@ const (
 	EnvEurekaClientCertFile = "EUREKUBE_EUREKA_CLIENT_CERT_FILE"
 	EnvEurekaClientKeyFile  = "EUREKUBE_EUREKA_CLIENT_KEY_FILE"
 
+	// A file holding the pod's projected ServiceAccount token for
+	// Eurekube's gateway (its audience the manager's --gateway-audience),
+	// sent as Authorization: Bearer with every request that carries no
+	// basic-auth credentials. The kubelet rotates it (at 80 % of its
+	// lifetime); the registrar reads it again when a stat shows it changed
+	// (TokenFromFile, files.go).
+	EnvGatewayTokenFile = "EUREKUBE_GATEWAY_TOKEN_FILE"
+
 	// A file holding the pod's eurekube.io/traffic annotation (a
 	// downward-API volume): Standby registers OUT_OF_SERVICE.
 	EnvTrafficFile = "EUREKUBE_TRAFFIC_FILE"
@@ -95,7 +103,7 @@ func EnvNames() []string {
 		EnvAppName, EnvVIPAddress, EnvSecureVIPAddress, EnvPort, EnvSecurePort,
 		EnvEurekaURLs, EnvEurekaUsername, EnvEurekaPassword, EnvMetadata, EnvClusterID, EnvSyncer,
 		EnvProtocol, EnvManagementPort, EnvManagementScheme, EnvManagementBasePath,
-		EnvEurekaUsernameFile, EnvEurekaPasswordFile, EnvEurekaCAFile, EnvEurekaClientCertFile, EnvEurekaClientKeyFile,
+		EnvEurekaUsernameFile, EnvEurekaPasswordFile, EnvEurekaCAFile, EnvEurekaClientCertFile, EnvEurekaClientKeyFile, EnvGatewayTokenFile,
 		EnvHealthType, EnvHealthScheme, EnvHealthPath, EnvHealthPort, EnvHealthPeriod, EnvHealthTimeout,
 		EnvHealthFailureThreshold, EnvHealthSuccessThreshold, EnvTrafficFile, EnvZoneFile,
 		EnvLeaseRenewalInterval, EnvLeaseDuration, EnvListenAddr, EnvShutdownTimeout, EnvLogLevel,

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,6 +106,42 @@ func CredentialsFromFiles(usernameFile, passwordFile string, log logrus.FieldLog
 	}
 }
 
+// TokenFromFile is the eureka.Options.BearerToken of a projected
+// ServiceAccount token mounted at path: the registrar's for Eurekube's
+// gateway (EnvGatewayTokenFile), the manager's (--gateway-token-file).
+// The kubelet writes a new token at 80 % of the old one's lifetime,
+// swapping it in as it swaps a mounted Secret; a stat before each request
+// notices the swap, and the file is read again only then. The token is
+// trimmed of surrounding white space; an unreadable or empty file is an
+// error of each request until it is fixed. No error quotes the token.
+func TokenFromFile(path string) func() (string, error) {
+	var (
+		mu      sync.Mutex
+		stamps  = newFileStamps(path)
+		current string
+		loaded  bool
+	)
+	return func() (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stamps.changed() && loaded {
+			return current, nil
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			loaded = false
+			return "", fmt.Errorf("read the gateway token: %w", err)
+		}
+		token := strings.TrimSpace(string(raw))
+		if token == "" {
+			loaded = false
+			return "", fmt.Errorf("the gateway token file %s is empty", path)
+		}
+		current, loaded = token, true
+		return current, nil
+	}
+}
+
 // loadTLS reads the CA bundle and the client certificate that cfg names;
 // nil for what it names not.
 func loadTLS(cfg Config) (*x509.CertPool, *tls.Certificate, error) {
@@ -132,7 +169,8 @@ func loadTLS(cfg Config) (*x509.CertPool, *tls.Certificate, error) {
 
 // Clients is the registrar's Registry: a eureka.Client built from cfg, built
 // again when the CA bundle or the client certificate files change (a
-// client's TLS settings are fixed), with credentials read per request.
+// client's TLS settings are fixed), with credentials (or else the gateway
+// token) read per request.
 // Unreadable or bad TLS files are an error of each request until they are
 // fixed, never the end of the registrar; once a client exists, a bad change
 // keeps the previous one in use, logged.
@@ -151,6 +189,9 @@ type Clients struct {
 func NewClients(cfg Config, base eureka.Options, log logrus.FieldLogger) (*Clients, error) {
 	base.Credentials = credentialsFunc(cfg, log)
 	base.Username, base.Password = "", ""
+	if cfg.GatewayTokenFile != "" {
+		base.BearerToken = TokenFromFile(cfg.GatewayTokenFile)
+	}
 	plain, err := eureka.New(base)
 	if err != nil {
 		return nil, err

@@ -147,3 +147,100 @@ func TestClients_TrustTheMountedCAAndFollowItsRotation(t *testing.T) {
 		t.Fatalf("server answered %d requests, want 2", answered.Load())
 	}
 }
+
+func TestTokenFromFile_FollowsTheKubeletsRotation(t *testing.T) {
+	files := newMountedFiles(t, map[string]string{"token": "token-one\n"})
+	token := TokenFromFile(files.path("token"))
+	if got, err := token(); err != nil || got != "token-one" {
+		t.Fatalf("first read: %q, %v", got, err)
+	}
+	files.write(map[string]string{"token": "token-two"})
+	if got, err := token(); err != nil || got != "token-two" {
+		t.Fatalf("after the kubelet's swap: %q, %v; want the new token", got, err)
+	}
+	files.write(map[string]string{"token": ""})
+	if got, err := token(); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Fatalf("empty token file: %q, %v; want an error saying so", got, err)
+	}
+	files.write(map[string]string{"other": "x"})
+	_, err := token()
+	if err == nil || !strings.Contains(err.Error(), "gateway token") || strings.Contains(err.Error(), "token-two") {
+		t.Fatalf("token file gone: err = %v, want one naming the gateway token and not quoting it", err)
+	}
+	files.write(map[string]string{"token": "token-three"})
+	if got, err := token(); err != nil || got != "token-three" {
+		t.Fatalf("token back: %q, %v", got, err)
+	}
+}
+
+func TestTokenFromFile_ReadsOnlyWhenTheFileChanged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(path, []byte("token-one"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	token := TokenFromFile(path)
+	if got, err := token(); err != nil || got != "token-one" {
+		t.Fatalf("first read: %q, %v", got, err)
+	}
+	// Same size, same modification time, same file: a stat sees no change,
+	// so the file is not read again.
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("token-xxx"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := token(); got != "token-one" {
+		t.Fatalf("read %q though a stat shows no change, want the token read before", got)
+	}
+}
+
+func TestClients_SendTheGatewayTokenUnlessCredentialsAreGiven(t *testing.T) {
+	var got atomic.Value
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("Authorization"))
+		http.NotFound(w, r)
+	}))
+	defer ts.Close()
+	tokens := newMountedFiles(t, map[string]string{"token": "pod-token-1"})
+	creds := newMountedFiles(t, map[string]string{"username": "eureka", "password": "secret"})
+	ctx := context.Background()
+	for name, tc := range map[string]struct {
+		cfg  Config
+		want string
+	}{
+		"token only": {Config{GatewayTokenFile: tokens.path("token")}, "Bearer pod-token-1"},
+		"credentials win": {Config{GatewayTokenFile: tokens.path("token"), UsernameFile: creds.path("username"), PasswordFile: creds.path("password")},
+			"Basic ZXVyZWthOnNlY3JldA=="},
+		"neither": {Config{}, ""},
+	} {
+		clients, err := NewClients(tc.cfg, eureka.Options{URLs: []string{ts.URL + "/eureka"}, Logger: quietLog()}, quietLog())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := clients.Heartbeat(ctx, "app", "id", time.Time{}); !errors.Is(err, eureka.ErrNotFound) {
+			t.Fatalf("%s: %v, want the server's 404", name, err)
+		}
+		if h, _ := got.Load().(string); h != tc.want {
+			t.Errorf("%s: Authorization %q, want %q", name, h, tc.want)
+		}
+	}
+	clients, err := NewClients(Config{GatewayTokenFile: tokens.path("token")}, eureka.Options{URLs: []string{ts.URL + "/eureka"}, Logger: quietLog()}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens.write(map[string]string{"token": "pod-token-2"})
+	if err := clients.Cancel(ctx, "app", "id"); !errors.Is(err, eureka.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if h, _ := got.Load().(string); h != "Bearer pod-token-2" {
+		t.Errorf("after the rotation: Authorization %q, want the new token", h)
+	}
+}
