@@ -203,10 +203,14 @@ func (g *gen) laterWebhook(p *corev1.Pod) (*corev1.Pod, []string) {
 	return q, added
 }
 
-// defaults is the manager's, or with the exec fallback of old kubelets.
+// defaults is the manager's, or with the exec fallback of old kubelets,
+// with or without a gateway audience.
 func (g *gen) defaults() Defaults {
 	d := testDefaults
 	d.ExecSleepFallback = g.intn(4) == 0
+	if g.bool() {
+		d.GatewayAudience = "eurekube-gateway"
+	}
 	return d
 }
 

@@ -80,4 +80,11 @@
 //     (manifests/registrar-image-policy).
 //   - The Secrets a syncer names are mounted only with their consent
 //     label, read as metadata (consent.go); otherwise the pod is denied.
+//   - With a gateway audience (--gateway-audience), the registrar alone
+//     mounts a projected ServiceAccount token for that audience, which it
+//     sends to the manager's own Eureka servers, where Eurekube's gateway
+//     verifies it (gateway.go); a registrar of a syncer that names other
+//     servers is given none. A pod injected before the audience was set
+//     keeps running without it until its next rollout (Converge adds no
+//     volume).
 package webhook

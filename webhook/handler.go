@@ -57,6 +57,10 @@ type Defaults struct {
 	// RegistrarLogLevel is the registrar's log level (debug, info, warn,
 	// error).
 	RegistrarLogLevel string
+	// GatewayAudience, when set, is the audience of the projected
+	// ServiceAccount token the registrar is given for Eurekube's gateway
+	// (--gateway-audience, gateway.go); empty: none.
+	GatewayAudience string
 	// Allowed are the images and hosts a syncer may name beyond the ones
 	// above (allowlist.go).
 	Allowed Allowlists

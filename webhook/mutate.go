@@ -45,10 +45,11 @@ type Config struct {
 }
 
 // Mutate returns a copy of pod with the registrar added (and the
-// downward-API volume of its traffic file), every app container's preStop
-// drain, the longer grace period and the annotations (status, syncer,
-// traffic, drain, adaptations), plus what was adapted or could not
-// be done, which the annotation records too. pod is not modified. An error
+// downward-API volume of its traffic file, and the projected volumes of
+// its Eureka files and its gateway token when it has them), every app
+// container's preStop drain, the longer grace period and the annotations
+// (status, syncer, traffic, drain, adaptations), plus what was adapted or
+// could not be done, which the annotation records too. pod is not modified. An error
 // means the syncer and the pod do not fit together (for example a port name
 // that no container declares); it names what to fix.
 func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, error) {
@@ -95,6 +96,9 @@ func Mutate(pod *corev1.Pod, cfg Config) (*corev1.Pod, []v1alpha1.Adaptation, er
 	mounts := []corev1.VolumeMount{podInfoMount()}
 	if addEurekaFiles(out, cfg.Syncer.Spec.Eureka, &settings) {
 		mounts = append(mounts, eurekaFilesMount())
+	}
+	if addGatewayToken(out, cfg.Defaults, &settings) {
+		mounts = append(mounts, gatewayTokenMount())
 	}
 	rendered := settings.Env()
 	if err := registrarAccepts(rendered); err != nil {

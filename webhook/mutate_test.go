@@ -224,6 +224,7 @@ func TestMutate_GoldenPods(t *testing.T) {
 			return p
 		}},
 		{"eureka-credentials-and-tls", springPod},
+		{"gateway-token", springPod},
 		{"already-injected-unchanged", func() *corev1.Pod {
 			return inject(t, springPod(), orders)
 		}},
@@ -236,8 +237,15 @@ func TestMutate_GoldenPods(t *testing.T) {
 				s.Spec.Eureka.TLS = &v1alpha1.EurekaTLS{CABundleRef: &v1alpha1.CABundleRef{Name: "corp-ca"},
 					ClientCertificateSecretRef: &corev1.LocalObjectReference{Name: "eureka-client"}}
 			}
-			out := inject(t, tc.pod(), s)
-			got, err := yaml.Marshal(out)
+			d := testDefaults
+			if tc.name == "gateway-token" {
+				d = gatewayDefaults()
+			}
+			r := Inject(tc.pod(), enabledNamespace(), []v1alpha1.EurekaSyncer{s}, d)
+			if r.Denied != "" {
+				t.Fatal(r.Denied)
+			}
+			got, err := yaml.Marshal(r.Pod)
 			if err != nil {
 				t.Fatal(err)
 			}
