@@ -36,6 +36,37 @@ imageRepository).
 ^((?i:docker\.io|index\.docker\.io|registry-1\.docker\.io)/)?{{ regexQuoteMeta . }}(:[\w][\w.-]*)?(@.+)?$
 {{- end -}}
 {{- end -}}
+{{- define "eurekube.gatewayName" -}}{{ include "eurekube.fullname" . }}-gateway{{- end -}}
+{{- define "eurekube.gatewayCredentialsSecret" -}}{{ default (printf "%s-eureka" (include "eurekube.gatewayName" .)) .Values.gateway.eurekaCredentials.secretName }}{{- end -}}
+{{/* The audience of the tokens the gateway takes: its --audience, the manager's --gateway-audience, the manager's projected token's. */}}
+{{- define "eurekube.gatewayAudience" -}}eurekube-gateway{{- end -}}
+{{- define "eurekube.gatewayTokenDir" -}}/var/run/secrets/eurekube.io/gateway{{- end -}}
+
+{{/*
+The Eureka servers behind the gateway, a JSON list: gateway.eurekaURLs,
+else manager.eurekaURLs (the servers the manager named before the
+gateway), else the servers manifests/samples names, so that the gateway
+starts (it needs a URL) and answers 503 naming them until they are set, as
+manifests/gateway does. A manager URL that is the gateway's own would make
+the gateway call itself: then gateway.eurekaURLs must name the servers.
+*/}}
+{{- define "eurekube.gatewayEurekaURLs" -}}
+{{- $urls := .Values.gateway.eurekaURLs -}}
+{{- if not $urls -}}
+{{- $urls = .Values.manager.eurekaURLs -}}
+{{- $self := printf "://%s([.:/]|$)" (include "eurekube.gatewayName" . | regexQuoteMeta) -}}
+{{- range $urls -}}
+{{- if regexMatch $self . -}}
+{{- fail (printf "manager.eurekaURLs names the gateway (%s): set gateway.eurekaURLs to the real Eureka servers, which the gateway alone names" .) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if not $urls -}}
+{{- $urls = list "http://eureka-0.eureka.eureka.svc:8761/eureka" "http://eureka-1.eureka.eureka.svc:8761/eureka" -}}
+{{- end -}}
+{{- toJson $urls -}}
+{{- end -}}
+
 {{- define "eurekube.uninstallName" -}}{{ include "eurekube.fullname" . }}-uninstall{{- end -}}
 
 {{/*
@@ -58,6 +89,19 @@ Deployment's immutable selector is the same however Eurekube was installed
 {{- define "eurekube.selectorLabels" -}}
 app.kubernetes.io/name: eurekube
 app.kubernetes.io/component: manager
+{{- end -}}
+
+{{/*
+The gateway's pods' selector, and its objects' labels.
+*/}}
+{{- define "eurekube.gatewaySelectorLabels" -}}
+app.kubernetes.io/name: eurekube
+app.kubernetes.io/component: gateway
+{{- end -}}
+
+{{- define "eurekube.gatewayLabels" -}}
+{{ include "eurekube.labels" . }}
+app.kubernetes.io/component: gateway
 {{- end -}}
 
 {{- define "eurekube.managerLabels" -}}
@@ -93,8 +137,8 @@ answers), kube-system, then manager.excludedNamespaces. A JSON list.
 {{- end -}}
 
 {{/*
-The Pod Security `restricted` contexts the manager and the uninstall Job
-share.
+The Pod Security `restricted` contexts the manager, the gateway and the
+uninstall Job share.
 */}}
 {{- define "eurekube.podSecurityContext" -}}
 runAsNonRoot: true
