@@ -14,6 +14,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
+	"github.com/eurekube/eurekube/internal/allowlist"
 	"github.com/eurekube/eurekube/internal/ownership"
 )
 
@@ -39,6 +40,9 @@ type clients struct {
 	maxSets  int
 	log      logrus.FieldLogger
 	observer eureka.Observer
+	// bearer, when set, is the manager's token for Eurekube's gateway,
+	// sent to the servers of defaults alone (bearerFor).
+	bearer func() (string, error)
 
 	mu    sync.Mutex
 	byKey map[[32]byte]*registryCache
@@ -135,7 +139,7 @@ func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eur
 	if !ok {
 		cl, err := eureka.New(eureka.Options{
 			URLs: servers, Username: access.credentials.Username, Password: access.credentials.Password,
-			RootCAs: access.roots, ClientCertificate: access.clientCert,
+			RootCAs: access.roots, ClientCertificate: access.clientCert, BearerToken: c.bearerFor(servers),
 			Timeout: c.timeout, Logger: c.log, Observer: c.observer,
 		})
 		if err != nil {
@@ -147,6 +151,24 @@ func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eur
 	}
 	c.publish()
 	return cache.RegistryCache, nil
+}
+
+// bearerFor is the token the client of servers sends where no credentials
+// are: the manager's gateway token, to the manager's own servers
+// (--eureka-url, where the gateway answers) alone. The gateway lets the
+// manager write any app, so the token goes to no server a syncer names
+// besides them, which could hand it on.
+func (c *clients) bearerFor(servers []string) func() (string, error) {
+	if c.bearer == nil || len(servers) == 0 {
+		return nil
+	}
+	own := allowlist.HostsOf(c.defaults)
+	for _, s := range servers {
+		if !own.AllowsURL(s) {
+			return nil
+		}
+	}
+	return c.bearer
 }
 
 // release lets go of what a reader read through (a syncer by its name, an

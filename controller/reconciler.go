@@ -80,6 +80,10 @@ type Options struct {
 	// EurekaTimeout bounds one Eureka request (default: the eureka
 	// package's).
 	EurekaTimeout time.Duration
+	// EurekaBearerToken, when set, is the manager's token for Eurekube's
+	// gateway (--gateway-token-file): the clients of the manager's own
+	// servers send it (eureka.go).
+	EurekaBearerToken func() (string, error)
 	// Grant is how a namespace lets the manager read the Secrets and
 	// ConfigMaps its syncers name; a forbidden read's condition prints it.
 	Grant v1alpha1.ReadGrant
@@ -185,7 +189,7 @@ func NewReconciler(mgr manager.Manager, o Options) *Reconciler {
 		selectors:    &selectors{},
 		clients: &clients{
 			reads: newAccessReads(mgr.GetAPIReader()), grant: o.Grant, defaults: o.Defaults.EurekaURLs, timeout: o.EurekaTimeout, maxAge: o.ResyncPeriod,
-			maxSets: o.MaxServerSets, log: o.Logger, observer: requestObserver{},
+			maxSets: o.MaxServerSets, log: o.Logger, observer: requestObserver{}, bearer: o.EurekaBearerToken,
 		},
 	}
 }

@@ -34,6 +34,7 @@ func webhookDefaults(cfg Config, clusterID string) webhook.Defaults {
 		RegistrarResources:  *registrarResources.DeepCopy(),
 		RegistrarPort:       sidecar.DefaultListenPort,
 		RegistrarLogLevel:   cfg.LogLevel,
+		GatewayAudience:     cfg.GatewayAudience,
 		Allowed:             allowed,
 	}
 }

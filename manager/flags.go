@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/pflag"
@@ -114,6 +116,15 @@ type Config struct {
 	// MaxServerSets caps the Eureka server sets (with their credentials
 	// and TLS material) whose registries the manager holds at once.
 	MaxServerSets int
+	// GatewayAudience, when set, is the audience of the projected
+	// ServiceAccount token the webhook gives every registrar for
+	// Eurekube's gateway (the gateway's --audience); empty: none.
+	GatewayAudience string
+	// GatewayTokenFile, when set, holds the manager's own projected
+	// ServiceAccount token for the gateway, which the reconciler sends to
+	// the --eureka-url servers, read again when a stat shows it changed;
+	// empty: none.
+	GatewayTokenFile string
 
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
@@ -181,6 +192,8 @@ func ParseFlags(args []string, usage io.Writer) (Config, error) {
 	fs.IntVar(&cfg.MaxPatternApps, "max-pattern-apps", controller.DefaultMaxPatternApps, "most apps one pattern EurekaImport (spec.app with '*') imports; past it the first are kept and the rest named in its AppsWithinCap condition")
 	fs.IntVar(&cfg.MaxServerSets, "max-eureka-server-sets", controller.DefaultMaxServerSets, "most distinct Eureka server sets (in canonical form, with their credentials and TLS material) whose registries the manager holds at once, each a copy of a registry; a syncer or import past it reads nothing and says so in its EurekaReachable condition")
 	fs.DurationVar(&cfg.ClaimHold, "claim-hold", controller.DefaultClaimHold, "how long an EurekaAppClaim is held for a namespace that registers its app no more, before another namespace may claim it")
+	fs.StringVar(&cfg.GatewayAudience, "gateway-audience", "", "audience of the projected ServiceAccount token injected into every registrar that talks to the --eureka-url servers, sent to Eurekube's gateway as its identity (the gateway's --audience, such as eurekube-gateway; default: none)")
+	fs.StringVar(&cfg.GatewayTokenFile, "gateway-token-file", "", "file with the manager's own projected ServiceAccount token for Eurekube's gateway, which the reconciler sends to the --eureka-url servers, read again when it changes (default: none)")
 
 	fs.StringVar(&cfg.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 
@@ -241,10 +254,30 @@ func (c Config) Validate() error {
 	if _, err := logrus.ParseLevel(c.LogLevel); err != nil {
 		errs = append(errs, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.LogLevel))
 	}
+	errs = append(errs, c.validateGateway()...)
 	if c.LeaderElect && c.Namespace == "" {
 		errs = append(errs, errors.New("--leader-elect needs the manager's namespace in POD_NAMESPACE (the downward API sets it in manifests/manager)"))
 	}
 	return errors.Join(errs...)
+}
+
+// validateGateway checks the gateway flags. The tokens go to the
+// --eureka-url servers alone (where the gateway answers), so either flag
+// without them would send nothing.
+func (c Config) validateGateway() []error {
+	var errs []error
+	if strings.ContainsFunc(c.GatewayAudience, unicode.IsSpace) || strings.Contains(c.GatewayAudience, ",") {
+		errs = append(errs, fmt.Errorf("--gateway-audience %q: want one audience, without spaces or commas, such as eurekube-gateway", c.GatewayAudience))
+	}
+	if c.GatewayTokenFile != "" && !filepath.IsAbs(c.GatewayTokenFile) {
+		errs = append(errs, fmt.Errorf("--gateway-token-file %q: want an absolute path, such as /var/run/secrets/eurekube.io/gateway/token", c.GatewayTokenFile))
+	}
+	for _, f := range []struct{ flag, value string }{{"--gateway-audience", c.GatewayAudience}, {"--gateway-token-file", c.GatewayTokenFile}} {
+		if f.value != "" && len(c.EurekaURLs) == 0 {
+			errs = append(errs, fmt.Errorf("%s needs --eureka-url, the gateway's address: the token goes to those servers alone", f.flag))
+		}
+	}
+	return errs
 }
 
 // parseCIDRs parses a range flag's values; an error names the flag and

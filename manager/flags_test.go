@@ -42,6 +42,8 @@ func TestParseFlags_DefaultsAreTheDocumentedOnes(t *testing.T) {
 		{"--webhook-service", cfg.WebhookService, "eurekube-webhook"},
 		{"--certificate-secret", cfg.CertificateSecret, "eurekube-webhook-tls"},
 		{"--credentials-cluster-role", cfg.CredentialsClusterRole, "eurekube-eureka-credentials"},
+		{"--gateway-audience", cfg.GatewayAudience, ""},
+		{"--gateway-token-file", cfg.GatewayTokenFile, ""},
 		{"POD_NAMESPACE", cfg.Namespace, "eurekube-system"},
 	}
 	for _, c := range checks {
@@ -99,6 +101,11 @@ func TestParseFlags_RefusesInvalidSettingsNamingTheFlag(t *testing.T) {
 		{"registrar image pattern not a reference", []string{"--allowed-registrar-image=r:1,Not An Image"}, `--allowed-registrar-image "Not An Image": want an image reference`},
 		{"Eureka host pattern that is a URL", []string{"--allowed-eureka-host=http://eureka:8761"}, `--allowed-eureka-host "http://eureka:8761": `},
 		{"Eureka host pattern with port 0", []string{"--allowed-eureka-host=eureka:0"}, `--allowed-eureka-host "eureka:0": port "0": want 1 to 65535`},
+		{"gateway audience with a space", []string{"--eureka-url=http://gateway:8761/eureka", "--gateway-audience=eurekube gateway"}, `--gateway-audience "eurekube gateway": want one audience`},
+		{"gateway audiences, a list", []string{"--eureka-url=http://gateway:8761/eureka", "--gateway-audience=a,b"}, `--gateway-audience "a,b": want one audience`},
+		{"gateway audience without servers", []string{"--gateway-audience=eurekube-gateway"}, "--gateway-audience needs --eureka-url"},
+		{"relative gateway token file", []string{"--eureka-url=http://gateway:8761/eureka", "--gateway-token-file=token"}, `--gateway-token-file "token": want an absolute path`},
+		{"gateway token file without servers", []string{"--gateway-token-file=/var/run/secrets/eurekube.io/gateway/token"}, "--gateway-token-file needs --eureka-url"},
 		{"stray argument", []string{"--registrar-image=r:1", "serve"}, `unexpected arguments ["serve"]`},
 	}
 	for _, tc := range cases {
@@ -191,5 +198,29 @@ func TestParseFlags_AllowlistsReachTheWebhookDefaults(t *testing.T) {
 	}
 	if err := WebhookDefaults(cfg, "c").CheckAllowed(syncer); err != nil {
 		t.Errorf("with the allowlists, CheckAllowed = %v", err)
+	}
+}
+
+// The gateway audience reaches the webhook's defaults, so every registrar
+// of the manager's servers is given a token for it; without the flag the
+// webhook injects none.
+func TestParseFlags_GatewayAudienceReachesTheWebhookDefaults(t *testing.T) {
+	own := []string{"--registrar-image=eurekube/registrar:dev", "--eureka-url=http://gateway:8761/eureka"}
+	cfg, err := ParseFlags(own, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := WebhookDefaults(cfg, "c").GatewayAudience; got != "" {
+		t.Fatalf("without --gateway-audience, the webhook's audience is %q, want none", got)
+	}
+	cfg, err = ParseFlags(append(own, "--gateway-audience=eurekube-gateway", "--gateway-token-file=/var/run/secrets/eurekube.io/gateway/token"), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := WebhookDefaults(cfg, "c").GatewayAudience; got != "eurekube-gateway" {
+		t.Fatalf("the webhook's audience is %q, want eurekube-gateway", got)
+	}
+	if cfg.GatewayTokenFile != "/var/run/secrets/eurekube.io/gateway/token" {
+		t.Fatalf("--gateway-token-file = %q", cfg.GatewayTokenFile)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/eurekube/eurekube/controller"
 	"github.com/eurekube/eurekube/internal/logging"
 	"github.com/eurekube/eurekube/internal/ownership"
+	"github.com/eurekube/eurekube/sidecar"
 	"github.com/eurekube/eurekube/webhook"
 )
 
@@ -130,6 +131,8 @@ func Run(ctx context.Context, cfg Config) error {
 		// What a syncer may name besides the manager's own image and servers.
 		"allowedRegistrarImages": cfg.AllowedRegistrarImages,
 		"allowedEurekaHosts":     cfg.AllowedEurekaHosts,
+		"gatewayAudience":        cfg.GatewayAudience,
+		"gatewayTokenFile":       cfg.GatewayTokenFile,
 	}
 	if cfg.CertificateMode == CertificateModeSelfManaged {
 		delete(fields, "certDir")
@@ -235,20 +238,27 @@ func setupWebhook(ctx context.Context, mgr manager.Manager, cfg Config, clusterI
 // setupControllers registers the reconcilers; they run on the elected
 // leader only.
 func setupControllers(mgr manager.Manager, cfg Config, clusterID string, registries *controller.Registries, log *logrus.Entry) error {
+	var bearer func() (string, error)
+	if cfg.GatewayTokenFile != "" {
+		bearer = sidecar.TokenFromFile(cfg.GatewayTokenFile)
+	}
 	err := controller.Setup(mgr, controller.Options{
 		ClusterID:     clusterID,
 		ResyncPeriod:  cfg.ResyncPeriod,
 		EurekaTimeout: cfg.EurekaTimeout,
-		PodCIDRs:      cfg.podCIDRs(),
-		ServiceCIDRs:  cfg.serviceCIDRs(),
-		PatternCap:    cfg.MaxPatternApps,
-		ClaimHold:     cfg.ClaimHold,
-		MaxServerSets: cfg.MaxServerSets,
-		Defaults:      webhookDefaults(cfg, clusterID),
-		Grant:         cfg.Grant(),
-		AppIndexed:    true, // by Run
-		Registries:    registries,
-		Logger:        log.WithField("controller", "eurekasyncer"),
+		// The manager's token for the gateway, sent to --eureka-url's
+		// servers where no credentials are.
+		EurekaBearerToken: bearer,
+		PodCIDRs:          cfg.podCIDRs(),
+		ServiceCIDRs:      cfg.serviceCIDRs(),
+		PatternCap:        cfg.MaxPatternApps,
+		ClaimHold:         cfg.ClaimHold,
+		MaxServerSets:     cfg.MaxServerSets,
+		Defaults:          webhookDefaults(cfg, clusterID),
+		Grant:             cfg.Grant(),
+		AppIndexed:        true, // by Run
+		Registries:        registries,
+		Logger:            log.WithField("controller", "eurekasyncer"),
 	})
 	if err != nil {
 		return fmt.Errorf("set up the EurekaSyncer reconciler: %w", err)
