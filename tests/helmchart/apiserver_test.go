@@ -74,7 +74,9 @@ func TestChart_TheAPIServerTakesEveryObjectAndPodSecurityRestrictedAdmitsItsPods
 	objs.typed(t, "Deployment", "eurekube-manager", &d)
 	var job batchv1.Job
 	objs.typed(t, "Job", "eurekube-uninstall", &job)
-	for name, spec := range map[string]corev1.PodSpec{"manager": d.Spec.Template.Spec, "uninstall": job.Spec.Template.Spec} {
+	var gw appsv1.Deployment
+	objs.typed(t, "Deployment", "eurekube-gateway", &gw)
+	for name, spec := range map[string]corev1.PodSpec{"manager": d.Spec.Template.Spec, "uninstall": job.Spec.Template.Spec, "gateway": gw.Spec.Template.Spec} {
 		t.Run("the "+name+" pod passes Pod Security restricted", func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: releaseNamespace}, Spec: spec}
 			if err := cp.Client.Create(ctx, pod, client.DryRunAll); err != nil {
@@ -84,6 +86,12 @@ func TestChart_TheAPIServerTakesEveryObjectAndPodSecurityRestrictedAdmitsItsPods
 	}
 	t.Run("the uninstall Job's ServiceAccount may delete every syncer and import and wait", func(t *testing.T) {
 		uninstallAsTheJob(ctx, t, cp)
+	})
+	t.Run("the gateway's ServiceAccount may do what it needs and no more", func(t *testing.T) {
+		gatewayRBACIsWhatItNeedsAndNoMore(ctx, t, cp.Client, gw.Spec.Template.Spec.ServiceAccountName)
+	})
+	t.Run("the gateway runs as its ServiceAccount", func(t *testing.T) {
+		gatewayRunsAsItsServiceAccount(ctx, t, cp, &gw)
 	})
 	// Without this the tests above would also pass if Pod Security were not
 	// enforced at all.

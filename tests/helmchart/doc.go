@@ -6,6 +6,10 @@
 // reference following the release namespace (the pod write policy's
 // ServiceAccount too, in a kustomize overlay as well), and a real kube-apiserver
 // (envtest) taking every rendered object, with Pod Security restricted
-// admitting the manager's and the uninstall Job's pods, and `eurekube
-// uninstall` deleting syncers as the uninstall Job's ServiceAccount.
+// admitting the manager's, the gateway's and the uninstall Job's pods,
+// `eurekube uninstall` deleting syncers as the uninstall Job's
+// ServiceAccount, and the gateway's RBAC: what its ServiceAccount may do
+// by SubjectAccessReviews (no Secret outside its namespace), and the
+// gateway itself run in this process as that ServiceAccount, ready,
+// verifying a pod's token and recording an Event.
 package helmchart

@@ -23,6 +23,12 @@ func TestSchema_RejectsBadValuesNamingTheField(t *testing.T) {
 		{"manager: {image: {digest: latest}}", "/manager/image/digest"},
 		{"credentialsNamespaces: [Shop]", "/credentialsNamespaces/0"},
 		{"uninstall: {timeout: forever}", "/uninstall/timeout"},
+		{"gateway: {mode: permissive}", "/gateway/mode"},
+		{"gateway: {replicas: 0}", "/gateway/replicas"},
+		{"gateway: {eurekaURLs: [eureka:8761]}", "/gateway/eurekaURLs/0"},
+		{"gateway: {readTTL: 5}", "/gateway/readTTL"},
+		{"gateway: {eurekaCredentials: {secretName: Eureka_Login}}", "/gateway/eurekaCredentials/secretName"},
+		{"gateway: {enforce: true}", "enforce"},
 		// A typo is an error, not a silently ignored value.
 		{"manager: {replica: 3}", "replica"},
 	}
