@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,6 +146,30 @@ func (e *Eureka) URL() string {
 		scheme = "https"
 	}
 	return scheme + "://" + e.Addr() + "/eureka"
+}
+
+// Auth is the credentials the server demands (nil: none).
+func (e *Eureka) Auth() *EurekaAuth {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.opts.Auth
+}
+
+// urlWithAuth is URL with the credentials the server demands as its
+// userinfo, as a Eureka peer names the others in its service URLs
+// (defaultZone) to replicate to them: Eureka's replication client and
+// Spring's registry fetch send them as basic auth.
+func (e *Eureka) urlWithAuth() string {
+	auth := e.Auth()
+	if auth == nil {
+		return e.URL()
+	}
+	u, err := url.Parse(e.URL())
+	if err != nil {
+		return e.URL()
+	}
+	u.User = url.UserPassword(auth.Username, auth.Password)
+	return u.String()
 }
 
 // SetAuth changes the credentials the server demands from its next start

@@ -61,7 +61,9 @@ var peerArgs = []string{
 // first on opts.Port (0 picks a free one), the others each on a free port,
 // concurrently, and waits until each answers. Each replicates to the
 // others: its eureka.client.service-url.defaultZone lists the other peers'
-// URLs. opts.Args must not set the
+// URLs (with opts.Auth's credentials in them when the peers demand basic
+// auth, as Spring Cloud's docs tell peers behind Spring Security).
+// opts.Args must not set the
 // properties the peers are configured with (peerArgs, the defaultZone and
 // eureka.instance.hostname). With opts.LogDir, peer i logs to
 // LogDir/PeerHostname(i)/eureka.log. When a peer fails to start, the
@@ -103,7 +105,12 @@ func StartEurekaPeers(ctx context.Context, opts EurekaOptions, n int) (*EurekaPe
 		}
 		p.Servers[i] = e
 	}
-	urls := p.URLs()
+	// With opts.Auth every peer demands the credentials, its peers'
+	// replication included: each names the others with them.
+	urls := make([]string, n)
+	for i, e := range p.Servers {
+		urls[i] = e.urlWithAuth()
+	}
 	for i, e := range p.Servers {
 		others := slices.Delete(slices.Clone(urls), i, i+1)
 		e.opts.Args = append(slices.Clone(opts.Args), peerArgs...)
