@@ -92,6 +92,9 @@ func TestValues_TheGatewayAndTheManagerAgreeOnTheAudienceAndTheManagersIdentity(
 			objs.get(t, "ServiceAccount", gw.Spec.Template.Spec.ServiceAccountName)
 
 			m := container(t, &mgr, "manager")
+			if got, want := flagValues(m.Args, "--eureka-url"), []string{"http://" + c.prefix + "-gateway." + c.namespace + ".svc:8761/eureka"}; !slices.Equal(got, want) {
+				t.Errorf("the manager's --eureka-url %v, want the gateway's Service %v", got, want)
+			}
 			if got := flagValues(m.Args, "--gateway-audience"); !slices.Equal(got, []string{cfg.Audience}) {
 				t.Errorf("the manager's --gateway-audience %v, want the gateway's --audience %s", got, cfg.Audience)
 			}
@@ -178,6 +181,12 @@ manager:
 	if err != nil {
 		t.Fatalf("the chart's gateway flags: %v", err)
 	}
+	// The manager names the gateway itself: it sends its token there.
+	var mgr appsv1.Deployment
+	objs.typed(t, "Deployment", "eurekube-manager", &mgr)
+	if got := flagValues(container(t, &mgr, "manager").Args, "--gateway-audience"); !slices.Equal(got, []string{gateway.DefaultAudience}) {
+		t.Errorf("the manager names the gateway, and its --gateway-audience is %v", got)
+	}
 	if len(cfg.EurekaURLs) != 2 || cfg.EurekaPasswordFile == "" {
 		t.Errorf("the gateway reads %v, password file %q", cfg.EurekaURLs, cfg.EurekaPasswordFile)
 	}
@@ -211,11 +220,24 @@ manager:
 		}
 	})
 
-	t.Run("the manager's URLs are the gateway's when it names none", func(t *testing.T) {
-		var d appsv1.Deployment
-		render(t, releaseNamespace, "manager: {eurekaURLs: [http://eureka.corp:8761/eureka]}\n").typed(t, "Deployment", "eurekube-gateway", &d)
+	t.Run("manager.eurekaURLs: the manager talks to them directly, and the gateway fronts them", func(t *testing.T) {
+		objs := render(t, releaseNamespace, "manager: {eurekaURLs: [http://eureka.corp:8761/eureka]}\n")
+		var d, mgr appsv1.Deployment
+		objs.typed(t, "Deployment", "eurekube-gateway", &d)
 		if got := flagValues(gatewayArgs(t, &d), "--eureka-url"); !slices.Equal(got, []string{"http://eureka.corp:8761/eureka"}) {
-			t.Errorf("--eureka-url %v, want manager.eurekaURLs", got)
+			t.Errorf("the gateway's --eureka-url %v, want manager.eurekaURLs", got)
+		}
+		objs.typed(t, "Deployment", "eurekube-manager", &mgr)
+		m := container(t, &mgr, "manager")
+		if got := flagValues(m.Args, "--eureka-url"); !slices.Equal(got, []string{"http://eureka.corp:8761/eureka"}) {
+			t.Errorf("the manager's --eureka-url %v, want manager.eurekaURLs", got)
+		}
+		// Its token would go to Eureka itself: none.
+		if a := flagValues(m.Args, "--gateway-audience"); len(a) > 0 || projectedTokenAudience(mgr.Spec.Template.Spec, m, "/var/run/secrets/eurekube.io/gateway/token") != "" {
+			t.Errorf("the manager talks to Eureka directly, yet has --gateway-audience %v or a token", a)
+		}
+		if _, err := manager.ParseFlags(m.Args, io.Discard); err != nil && !strings.Contains(err.Error(), "POD_NAMESPACE") {
+			t.Errorf("the manager's flags: %v", err)
 		}
 	})
 

@@ -62,8 +62,12 @@ func TestValues_ManagerSettingsBecomeItsFlags(t *testing.T) {
 	t.Run("the defaults leave the manager's own defaults", func(t *testing.T) {
 		var d appsv1.Deployment
 		render(t, releaseNamespace, "").typed(t, "Deployment", "eurekube-manager", &d)
+		// But for its Eureka servers: the gateway's URL.
+		if got, want := flagValues(d.Spec.Template.Spec.Containers[0].Args, "--eureka-url"), []string{"http://eurekube-gateway." + releaseNamespace + ".svc:8761/eureka"}; !slices.Equal(got, want) {
+			t.Errorf("default --eureka-url %v, want the gateway's %v", got, want)
+		}
 		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
-			for _, flag := range []string{"--eureka-url", "--default-drain", "--cluster-id", "--resync-period", "--eureka-timeout", "--max-eureka-server-sets", "--excluded-namespace", "--exec-sleep-fallback", "--log-level"} {
+			for _, flag := range []string{"--default-drain", "--cluster-id", "--resync-period", "--eureka-timeout", "--max-eureka-server-sets", "--excluded-namespace", "--exec-sleep-fallback", "--log-level"} {
 				if strings.HasPrefix(a, flag) {
 					t.Errorf("default values set %s", a)
 				}

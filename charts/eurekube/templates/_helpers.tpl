@@ -42,6 +42,36 @@ imageRepository).
 {{- define "eurekube.gatewayAudience" -}}eurekube-gateway{{- end -}}
 {{- define "eurekube.gatewayTokenDir" -}}/var/run/secrets/eurekube.io/gateway{{- end -}}
 
+{{/* The gateway's URL, for the manager and the registrars. */}}
+{{- define "eurekube.gatewayURL" -}}http://{{ include "eurekube.gatewayName" . }}.{{ .Release.Namespace }}.svc:8761/eureka{{- end -}}
+
+{{/*
+The manager's --eureka-url, a JSON list: manager.eurekaURLs, else the
+gateway's URL when it is enabled (the manager and the registrars of
+syncers that name no servers then write through it), else none.
+*/}}
+{{- define "eurekube.managerEurekaURLs" -}}
+{{- $urls := .Values.manager.eurekaURLs -}}
+{{- if and (not $urls) .Values.gateway.enabled -}}
+{{- $urls = list (include "eurekube.gatewayURL" .) -}}
+{{- end -}}
+{{- toJson (default (list) $urls) -}}
+{{- end -}}
+
+{{/*
+"true" when the manager's --eureka-url names the gateway: then it gets
+--gateway-audience and its token (the manager sends the token, and the
+webhook gives registrars theirs, for those servers alone).
+*/}}
+{{- define "eurekube.managerViaGateway" -}}
+{{- if .Values.gateway.enabled -}}
+{{- $self := printf "://%s([.:/]|$)" (include "eurekube.gatewayName" . | regexQuoteMeta) -}}
+{{- range include "eurekube.managerEurekaURLs" . | fromJsonArray -}}
+{{- if regexMatch $self . }}true{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/*
 The Eureka servers behind the gateway, a JSON list: gateway.eurekaURLs,
 else manager.eurekaURLs (the servers the manager named before the
