@@ -93,6 +93,14 @@ func TestChart_TheAPIServerTakesEveryObjectAndPodSecurityRestrictedAdmitsItsPods
 	t.Run("the gateway runs as its ServiceAccount", func(t *testing.T) {
 		gatewayRunsAsItsServiceAccount(ctx, t, cp, &gw)
 	})
+	t.Run("the sample NetworkPolicy for Eureka servers is valid", func(t *testing.T) {
+		if err := cp.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "eureka"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cp.Client.Create(ctx, sampleNetworkPolicy(t), client.DryRunAll); err != nil {
+			t.Errorf("the API server refused manifests/samples/eureka-networkpolicy.yaml: %v", err)
+		}
+	})
 	// Without this the tests above would also pass if Pod Security were not
 	// enforced at all.
 	t.Run("a pod without the security contexts is refused", func(t *testing.T) {

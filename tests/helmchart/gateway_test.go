@@ -2,13 +2,19 @@ package helmchart
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
 
 	"github.com/eurekube/eurekube/gateway"
 	"github.com/eurekube/eurekube/manager"
@@ -336,4 +342,60 @@ func TestManifests_InstallTheGatewayInAuditModeAndSpreadIt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The sample NetworkPolicy for in-cluster Eureka servers lets in the pods
+// of the gateway and of the manager as manifests/default labels them, in
+// their namespace, and nothing else of Eurekube's namespace.
+func TestManifests_TheEurekaNetworkPolicyLetsInTheGatewayAndTheManager(t *testing.T) {
+	policy := sampleNetworkPolicy(t)
+	objs := kustomize(t, "default")
+	var ns corev1.Namespace
+	objs.typed(t, "Namespace", releaseNamespace, &ns)
+	admitted := func(podLabels map[string]string) bool {
+		for _, rule := range policy.Spec.Ingress {
+			for _, peer := range rule.From {
+				if peer.NamespaceSelector == nil || peer.PodSelector == nil {
+					continue
+				}
+				nsSel, err1 := metav1.LabelSelectorAsSelector(peer.NamespaceSelector)
+				podSel, err2 := metav1.LabelSelectorAsSelector(peer.PodSelector)
+				if err1 != nil || err2 != nil {
+					t.Fatal(err1, err2)
+				}
+				// The API server labels every namespace with its name.
+				nsLabels := labels.Set{"kubernetes.io/metadata.name": ns.Name}
+				if nsSel.Matches(nsLabels) && podSel.Matches(labels.Set(podLabels)) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for _, name := range []string{"eurekube-gateway", "eurekube-manager"} {
+		var d appsv1.Deployment
+		objs.typed(t, "Deployment", name, &d)
+		if !admitted(d.Spec.Template.Labels) {
+			t.Errorf("the NetworkPolicy does not let in %s's pods (labels %v)", name, d.Spec.Template.Labels)
+		}
+	}
+	if admitted(map[string]string{"app.kubernetes.io/name": "eurekube", "app.kubernetes.io/component": "uninstall"}) {
+		t.Error("the NetworkPolicy lets in any pod of Eurekube's namespace")
+	}
+	if len(policy.Spec.Ingress) != 1 || len(policy.Spec.Ingress[0].Ports) != 1 || policy.Spec.Ingress[0].Ports[0].Port.IntValue() != manager.DefaultGatewayPort {
+		t.Errorf("ingress %+v, want port %d alone", policy.Spec.Ingress, manager.DefaultGatewayPort)
+	}
+}
+
+func sampleNetworkPolicy(t *testing.T) *networkingv1.NetworkPolicy {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(tools.root, "manifests", "samples", "eureka-networkpolicy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p networkingv1.NetworkPolicy
+	if err := yaml.UnmarshalStrict(raw, &p); err != nil {
+		t.Fatalf("manifests/samples/eureka-networkpolicy.yaml: %v", err)
+	}
+	return &p
 }
