@@ -44,7 +44,15 @@ every selected pod runs the registrar; injected pods run the registrar
 the webhook injects now; each EurekaImport is permitted, read its Eureka
 servers, owns its Service and is synced, and the Service exists and is
 the import's (WARN while no endpoint is ready, or while Eureka lists
-instances past their lease).
+instances past their lease). Then Eurekube's gateway (its Deployment,
+--gateway-deployment in the manager's namespace): at least two replicas
+ready (WARN below, FAIL at none, WARN when it is not installed, FAIL when
+the manager sends tokens for it), its mode (WARN in audit mode, which
+lets unauthenticated writes through), and the identities of the manager
+and the registrars at it, from both Deployments' flags: the manager's
+--gateway-audience is the gateway's --audience, the gateway's
+--manager-service-account is the manager's ServiceAccount, and the
+manager's --eureka-url names the gateway's Service.
 
 Eureka is not called from here: this command runs outside the cluster and
 may not reach it. The manager reads every syncer's Eureka servers at each
@@ -57,6 +65,7 @@ type checkFlags struct {
 	manager              managerFlags
 	webhookConfiguration string
 	certDays             int
+	gatewayDeployment    string
 }
 
 func runCheck(ctx context.Context, e *env, args []string) error {
@@ -66,6 +75,7 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	f.manager.add(fs)
 	fs.StringVar(&f.webhookConfiguration, "webhook-configuration", manager.DefaultWebhookConfiguration, "name of Eurekube's MutatingWebhookConfiguration")
 	fs.IntVar(&f.certDays, "cert-days", 14, "fail when the webhook's certificate expires within this many days")
+	fs.StringVar(&f.gatewayDeployment, "gateway-deployment", DefaultGatewayDeployment, "name of the gateway's Deployment, in the manager's namespace")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -84,9 +94,17 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// gatherFindings reads what each check needs and evaluates it.
+// gatherFindings reads what each check needs and evaluates it; the
+// gateway's checks come last.
 func gatherFindings(ctx context.Context, c client.Client, f checkFlags, now time.Time) []Finding {
-	var out []Finding
+	out, m := installFindings(ctx, c, f, now)
+	return append(out, gatewayFindings(ctx, c, f.manager.namespace, cmpOr(f.gatewayDeployment, DefaultGatewayDeployment), m)...)
+}
+
+// installFindings are the checks of the CRD, the manager, the webhook,
+// the syncers, their pods and the imports; m is the manager's Deployment
+// (nil when it could not be read).
+func installFindings(ctx context.Context, c client.Client, f checkFlags, now time.Time) (out []Finding, m *managerDeployment) {
 
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if ok, err := get(ctx, c, client.ObjectKey{Name: CRDName}, crd); err != nil {
@@ -149,7 +167,7 @@ func gatherFindings(ctx context.Context, c client.Client, f checkFlags, now time
 			}
 			out = append(out, Finding{Verdict: Warn, Check: check, Detail: fmt.Sprintf("not checked: cannot list EurekaSyncers: %v", err)})
 		}
-		return out
+		return out, m
 	}
 
 	excluded := []string{f.manager.namespace}
@@ -170,7 +188,7 @@ func gatherFindings(ctx context.Context, c client.Client, f checkFlags, now time
 	uninjected, outdated, err := podFindings(ctx, c, syncers.Items, m)
 	if err != nil {
 		out = append(out, readFailure(checkInjected, err))
-		return out
+		return out, m
 	}
 	out = append(out, evaluateInjected(syncers.Items, uninjected))
 	current := ""
@@ -178,7 +196,7 @@ func gatherFindings(ctx context.Context, c client.Client, f checkFlags, now time
 		current = m.cfg.RegistrarImage
 	}
 	out = append(out, evaluateRegistrar(syncers.Items, outdated, current))
-	return out
+	return out, m
 }
 
 // importFindings reads every import and the Service of its name, and

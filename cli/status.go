@@ -44,8 +44,18 @@ read (SYNCED), when they last did (LAST-SYNC: while Eureka cannot be read
 the endpoints stay as they were, and this says how stale they are) and
 the reason of Synced. -o wide adds the Service's type.
 
+Then the Eureka writes Eurekube's gateway refused, or in audit mode let
+through although its rules refuse them: its Events on the writers' pods
+(reasons EurekaWriteRefused and EurekaWriteAudited), newest first, under
+a line that counts the writes, each with when it was last seen
+(LAST-SEEN), the pod, how many writes the Event stands for (COUNT: the
+gateway records one Event per pod, reason and minute, and the API server
+counts its repeats) and the gateway's message (which write, why). The
+newest 20; -o wide lists all. The API server keeps Events for an hour by
+default (its --event-ttl).
+
 -o yaml and -o json print a List of the syncers and the imports, as
-kubectl get esync,eimp -o yaml does.`
+kubectl get esync,eimp -o yaml does (without the Events).`
 
 // statusColumns are the table's columns; wide adds the rest.
 var (
@@ -86,15 +96,30 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(syncers.Items) == 0 && len(imports) == 0 && output != "yaml" && output != "json" {
+	if output == "yaml" || output == "json" {
+		return printStatus(e.Out, syncers.Items, imports, output, time.Now())
+	}
+	// The refusals are shown where they can be read; a user who may not
+	// list Events still gets the rest.
+	refusals, evErr := listGatewayEvents(ctx, cl, kube.namespace)
+	now := time.Now()
+	if len(syncers.Items) == 0 && len(imports) == 0 {
 		where := "any namespace"
 		if kube.namespace != "" {
 			where = "namespace " + kube.namespace
 		}
 		fmt.Fprintf(e.Err, "No EurekaSyncer or EurekaImport found in %s.\n", where)
+	} else if err := printStatus(e.Out, syncers.Items, imports, output, now); err != nil {
+		return err
+	}
+	if evErr != nil {
+		fmt.Fprintf(e.Err, "The gateway's refusals are not shown: %v\n", evErr)
 		return nil
 	}
-	return printStatus(e.Out, syncers.Items, imports, output, time.Now())
+	if len(refusals) > 0 && (len(syncers.Items) > 0 || len(imports) > 0) {
+		fmt.Fprintln(e.Out)
+	}
+	return printGatewayEvents(e.Out, refusals, output == "wide", now)
 }
 
 // listImports lists the imports of namespace (every namespace when
