@@ -22,6 +22,7 @@ import (
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/certs"
+	"github.com/eurekube/eurekube/gateway"
 	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/manager"
 	"github.com/eurekube/eurekube/tests/harness"
@@ -65,7 +66,10 @@ func installHealthy(ctx context.Context, t *testing.T, cp *harness.ControlPlane)
 
 	managerArgs := []string{"--leader-elect", "--registrar-image=" + registrarV1, "--eureka-url=http://eureka:8761/eureka", "--cluster-id=check-cluster",
 		"--credentials-cluster-role=" + credentialsRole}
-	h.managerDeployment(ctx, t, managerArgs)
+	// The Deployment's: the manager writes through the gateway, as
+	// manifests/default has it (the webhook below serves managerArgs').
+	h.managerDeployment(ctx, t, h.managerArgs(registrarV1))
+	h.gatewayDeployment(ctx, t, gatewayArgs(gateway.ModeEnforce), 2)
 
 	// The webhook server: the webhook's own handler, with the defaults the
 	// manager's flags give, serving the certificate of the Secret.
@@ -172,6 +176,37 @@ func (h *healthyInstall) managerDeployment(ctx context.Context, t *testing.T, ar
 	}
 }
 
+// managerArgs are the manager Deployment's arguments with the registrar
+// image: a manager that writes through the gateway, with its token.
+func (h *healthyInstall) managerArgs(registrar string) []string {
+	return []string{"--leader-elect", "--registrar-image=" + registrar, "--cluster-id=check-cluster", "--credentials-cluster-role=" + credentialsRole,
+		"--eureka-url=http://eurekube-gateway.eurekube-system.svc:8761/eureka",
+		"--gateway-audience=eurekube-gateway", "--gateway-token-file=/var/run/secrets/eurekube.io/gateway/token"}
+}
+
+// gatewayDeployment creates or updates the gateway's Deployment with args
+// (manager.GatewayCommand first) and writes ready replicas of two into its
+// status.
+func (h *healthyInstall) gatewayDeployment(ctx context.Context, t *testing.T, args []string, ready int32) {
+	t.Helper()
+	want := gatewayDeploy(args, ready, 2)
+	d := &appsv1.Deployment{ObjectMeta: want.ObjectMeta}
+	_, err := controllerutilCreateOrUpdate(ctx, h.cp.Client, d, func() {
+		labels := map[string]string{"app.kubernetes.io/name": "eurekube", "app.kubernetes.io/component": "gateway"}
+		d.Spec.Replicas = want.Spec.Replicas
+		d.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
+		d.Spec.Template = want.Spec.Template
+		d.Spec.Template.Labels = labels
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Status = want.Status
+	if err := h.cp.Client.Status().Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func controllerutilCreateOrUpdate(ctx context.Context, c client.Client, d *appsv1.Deployment, mutate func()) (bool, error) {
 	err := c.Get(ctx, client.ObjectKeyFromObject(d), d)
 	if apierrors.IsNotFound(err) {
@@ -246,7 +281,8 @@ func TestCheck_AHealthyInstallationPassesAndEachFaultIsNamed(t *testing.T) {
 	c := cp.Client
 
 	out := h.check(t, ExitOK, "PASS", checkWebhookAnswers, "came back with the eurekube-registrar container")
-	for _, name := range []string{checkCRD, checkManager, checkWebhookConfig, checkWebhookCert, checkEureka, checkImports, checkCredentials, checkInjected, checkRegistrar} {
+	for _, name := range []string{checkCRD, checkManager, checkWebhookConfig, checkWebhookCert, checkEureka, checkImports, checkCredentials, checkInjected, checkRegistrar,
+		checkGateway, checkGatewayMode, checkGatewayIdentity} {
 		if lineOf(out, "PASS", name) == "" {
 			t.Errorf("no PASS %s line:\n%s", name, out)
 		}
@@ -363,9 +399,36 @@ func TestCheck_AHealthyInstallationPassesAndEachFaultIsNamed(t *testing.T) {
 	})
 
 	t.Run("outdated registrar", func(t *testing.T) {
-		h.managerDeployment(ctx, t, []string{"--leader-elect", "--registrar-image=eurekube/registrar:v2", "--eureka-url=http://eureka:8761/eureka", "--cluster-id=check-cluster"})
+		h.managerDeployment(ctx, t, h.managerArgs("eurekube/registrar:v2"))
 		h.check(t, ExitOK, "WARN", checkRegistrar, "run an older registrar than eurekube/registrar:v2: "+checkNamespace+"/orders-")
-		h.managerDeployment(ctx, t, []string{"--leader-elect", "--registrar-image=" + registrarV1, "--eureka-url=http://eureka:8761/eureka", "--cluster-id=check-cluster"})
+		h.managerDeployment(ctx, t, h.managerArgs(registrarV1))
+	})
+
+	t.Run("the gateway", func(t *testing.T) {
+		t.Cleanup(func() { h.gatewayDeployment(ctx, t, gatewayArgs(gateway.ModeEnforce), 2) })
+		h.check(t, ExitOK, "PASS", checkGateway, "Deployment eurekube-system/eurekube-gateway: 2/2 replicas ready, in front of http://eureka-0.eureka.eureka.svc:8761/eureka")
+		h.check(t, ExitOK, "PASS", checkGatewayIdentity, `audience "eurekube-gateway" on both sides`, "runs as eurekube-system/eurekube-manager")
+
+		h.gatewayDeployment(ctx, t, gatewayArgs(gateway.ModeAudit), 2)
+		h.check(t, ExitOK, "WARN", checkGatewayMode, "audit mode lets every write through, unauthenticated ones included")
+
+		h.gatewayDeployment(ctx, t, gatewayArgs(gateway.ModeEnforce), 1)
+		h.check(t, ExitOK, "WARN", checkGateway, "1/2 replicas ready", "fewer than 2, so one pod's loss")
+		h.gatewayDeployment(ctx, t, gatewayArgs(gateway.ModeEnforce), 0)
+		h.check(t, ExitFailure, "FAIL", checkGateway, "0/2 replicas ready", "every client that names it fails", "fix: kubectl -n eurekube-system describe deployment eurekube-gateway")
+
+		other := gatewayArgs(gateway.ModeEnforce)
+		other[3] = "--audience=someone-else"
+		h.gatewayDeployment(ctx, t, other, 2)
+		h.check(t, ExitFailure, "FAIL", checkGatewayIdentity, `the manager's --gateway-audience "eurekube-gateway" is not gateway eurekube-system/eurekube-gateway's --audience "someone-else"`)
+
+		if err := c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: managerNS, Name: DefaultGatewayDeployment}}); err != nil {
+			t.Fatal(err)
+		}
+		out := h.check(t, ExitFailure, "FAIL", checkGateway, "Deployment eurekube-system/eurekube-gateway not found", "yet the manager sends tokens for it")
+		if lineOf(out, "WARN", checkGatewayMode) != "" || lineOf(out, "PASS", checkGatewayIdentity) != "" {
+			t.Errorf("the checks of a gateway that is not there ran:\n%s", out)
+		}
 	})
 
 	t.Run("certificate expiring", func(t *testing.T) {
