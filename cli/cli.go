@@ -56,7 +56,7 @@ var errReported = errors.New("failure reported")
 
 var commands = []command{
 	{"inject", "inject the registrar into a manifest stream, as the webhook would", runInject},
-	{"status", "every syncer with its migration view", runStatus},
+	{"status", "every syncer and import, and the writes the gateway refused", runStatus},
 	{"check", "check the installation, one line per check", runCheck},
 	{"uninstall", "delete every EurekaSyncer and wait until the manager detached each", runUninstall},
 	{"version", "print the version", runVersion},
