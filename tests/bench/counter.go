@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -74,6 +75,14 @@ func StartCountingProxy(target string) (*CountingProxy, error) {
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
+	}
+	rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		// As the default handler does, without a line for each request
+		// whose client gave up (polling clients stopped mid-request).
+		if r.Context().Err() == nil {
+			log.Printf("counting proxy: %v", err)
+		}
+		w.WriteHeader(http.StatusBadGateway)
 	}
 	p.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

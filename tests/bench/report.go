@@ -48,7 +48,7 @@ func Report(r *Results) string {
 		b.WriteString("None: every figure with a target met it.\n\n")
 	}
 	for _, f := range missed {
-		fmt.Fprintf(&b, "- **%s — %s**: %s %s against ≤ %s %s; %s.\n", f.Section, f.Name, formatValue(f.Value), f.Unit, formatValue(*f.Target), f.Unit, f.Missed)
+		fmt.Fprintf(&b, "- **%s — %s**: %s %s against %s; %s.\n", f.Section, f.Name, formatValue(f.Value), f.Unit, f.targetText(), f.Missed)
 	}
 	if len(missed) > 0 {
 		b.WriteString("\n")
@@ -74,7 +74,7 @@ func Report(r *Results) string {
 // README copies.
 func FiguresTable(r *Results) string {
 	var b strings.Builder
-	for _, section := range []string{SectionWebhook, SectionRegistrar, SectionReconciler} {
+	for _, section := range []string{SectionWebhook, SectionRegistrar, SectionReconciler, SectionGateway} {
 		var rows []Figure
 		for _, f := range r.Figures {
 			if f.Section == section {
@@ -86,9 +86,8 @@ func FiguresTable(r *Results) string {
 		}
 		fmt.Fprintf(&b, "## %s\n\n| figure | measured | target | | beside it, same run |\n| --- | --- | --- | --- | --- |\n", section)
 		for _, f := range rows {
-			target, verdict := "—", ""
-			if f.Target != nil {
-				target = "≤ " + formatValue(*f.Target) + " " + f.Unit
+			target, verdict := f.targetText(), ""
+			if f.Met != nil {
 				verdict = "met"
 				if !*f.Met {
 					verdict = "**missed**"

@@ -26,6 +26,29 @@ func TestAdd_SaysByHowMuchAndWhyATargetIsMissed(t *testing.T) {
 	}
 }
 
+func TestAdd_JudgesALowerBound(t *testing.T) {
+	var r Results
+	r.Add(Figure{ID: "a", Section: SectionGateway, Name: "met", Value: 3000, Unit: "reads/s", TargetMin: Min(2000)})
+	r.Add(Figure{ID: "b", Section: SectionGateway, Name: "missed", Value: 1500, Unit: "reads/s", TargetMin: Min(2000), IfMissed: "why"})
+	if f := r.Figures[0]; f.Met == nil || !*f.Met || f.Missed != "" {
+		t.Errorf("met figure: %+v", f)
+	}
+	if f := r.Figures[1]; f.Met == nil || *f.Met || f.Missed != "short by 500 reads/s (25 % under the target): why" {
+		t.Errorf("missed figure: met %v, %q", f.Met, f.Missed)
+	}
+	md := Report(&r)
+	for _, want := range []string{
+		"## Gateway",
+		"| met | 3,000 reads/s | ≥ 2,000 reads/s | met |",
+		"| missed | 1,500 reads/s | ≥ 2,000 reads/s | **missed** |",
+		"- **Gateway — missed**: 1,500 reads/s against ≥ 2,000 reads/s; short by 500 reads/s",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
 func TestReport_ShowsEachFigureBesideItsTargetAndAnchor(t *testing.T) {
 	r := &Results{Date: time.Date(2026, 11, 22, 15, 0, 0, 0, time.UTC), Duration: "14 min 03 s",
 		Environment: Environment{CPU: "Test CPU", Cores: 2, Go: "go1.26.8", Load: []LoadSample{{When: "start", LoadAvg1: 0.5, Others: []string{"go 95%"}}}}}

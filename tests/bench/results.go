@@ -14,6 +14,7 @@ const (
 	SectionWebhook    = "Webhook"
 	SectionRegistrar  = "Registrar"
 	SectionReconciler = "Reconciler at scale"
+	SectionGateway    = "Gateway"
 )
 
 // Results is one run: where and when it ran and what it measured.
@@ -39,7 +40,10 @@ type Figure struct {
 	Unit    string  `json:"unit"`
 	// Target is an upper bound in Unit; nil for figures without one.
 	Target *float64 `json:"target_max,omitempty"`
-	Met    *bool    `json:"met,omitempty"`
+	// TargetMin is a lower bound in Unit instead (a throughput); nil for
+	// figures without one.
+	TargetMin *float64 `json:"target_min,omitempty"`
+	Met       *bool    `json:"met,omitempty"`
 	// Anchor is what the figure stands beside, measured in the same run.
 	Anchor string `json:"anchor,omitempty"`
 	// Method says how it was measured.
@@ -51,8 +55,23 @@ type Figure struct {
 	IfMissed string `json:"-"`
 }
 
+// targetText is the target as the report shows it: "≤ 10 ms", "≥ 2,000
+// reads/s", or "—".
+func (f Figure) targetText() string {
+	switch {
+	case f.Target != nil:
+		return "≤ " + formatValue(*f.Target) + " " + f.Unit
+	case f.TargetMin != nil:
+		return "≥ " + formatValue(*f.TargetMin) + " " + f.Unit
+	}
+	return "—"
+}
+
 // Max is a target: at most v.
 func Max(v float64) *float64 { return &v }
+
+// Min is a target: at least v.
+func Min(v float64) *float64 { return &v }
 
 // Add records f, judging it against its target.
 func (r *Results) Add(f Figure) {
@@ -64,6 +83,20 @@ func (r *Results) Add(f Figure) {
 			f.Missed = fmt.Sprintf("missed by %s %s", formatValue(over), f.Unit)
 			if *f.Target > 0 {
 				f.Missed += fmt.Sprintf(" (%.0f %% over the target)", 100*over / *f.Target)
+			}
+			if f.IfMissed != "" {
+				f.Missed += ": " + f.IfMissed
+			}
+		}
+	}
+	if f.TargetMin != nil {
+		met := f.Value >= *f.TargetMin
+		f.Met = &met
+		if !met {
+			short := *f.TargetMin - f.Value
+			f.Missed = fmt.Sprintf("short by %s %s", formatValue(short), f.Unit)
+			if *f.TargetMin > 0 {
+				f.Missed += fmt.Sprintf(" (%.0f %% under the target)", 100*short / *f.TargetMin)
 			}
 			if f.IfMissed != "" {
 				f.Missed += ": " + f.IfMissed

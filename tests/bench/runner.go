@@ -22,10 +22,11 @@ const (
 	PhaseRegistrar  = "registrar"
 	PhaseWebhook    = "webhook"
 	PhaseReconciler = "reconciler"
+	PhaseGateway    = "gateway"
 )
 
 // AllPhases is every phase.
-var AllPhases = []string{PhaseRegistrar, PhaseWebhook, PhaseReconciler}
+var AllPhases = []string{PhaseRegistrar, PhaseWebhook, PhaseReconciler, PhaseGateway}
 
 // Options configure Run.
 type Options struct {
@@ -67,6 +68,7 @@ type Sizes struct {
 	Scale            []Scenario
 	ResyncPeriod     time.Duration
 	ResyncsCounted   int
+	Gateway          GatewaySizes
 }
 
 // SizesFor returns the full sizes the issue asks for, or quick ones.
@@ -78,6 +80,9 @@ func SizesFor(quick bool) Sizes {
 			Scale: []Scenario{{Name: "10 syncers × 20 pods", Namespaces: 2, SyncersPerNamespace: 5, PodsPerSyncer: 20}, {Name: "1 syncer × 500 pods", Namespaces: 1, SyncersPerNamespace: 1, PodsPerSyncer: 500},
 				{Name: "20 imported apps × 10 instances", Namespaces: 2, ImportedApps: 20, InstancesPerApp: 10, ChangedAppInstances: 250}},
 			ResyncPeriod: 5 * time.Second, ResyncsCounted: 4,
+			Gateway: GatewaySizes{Instances: 200, Samples: 60, NewTokens: 10,
+				ReadClients: 8, ReadWarmup: 2 * time.Second, ReadDuration: 3 * time.Second, ReadRounds: 1,
+				Pollers: 1000, PollInterval: 3 * time.Second, PollWindow: 15 * time.Second},
 		}
 	}
 	return Sizes{
@@ -101,6 +106,11 @@ func SizesFor(quick bool) Sizes {
 				Targets: &ScaleTargets{TimeToRightSeconds: 10, RequestsPerResync: 2}},
 		},
 		ResyncPeriod: 10 * time.Second, ResyncsCounted: 6,
+		// Issue 43: the gateway's added latency, reads per core and
+		// Eureka requests of 1,000 polling clients.
+		Gateway: GatewaySizes{Instances: 500, Samples: 400, NewTokens: 40,
+			ReadClients: 8, ReadWarmup: 5 * time.Second, ReadDuration: 10 * time.Second, ReadRounds: 2,
+			Pollers: 1000, PollInterval: 3 * time.Second, PollWindow: time.Minute},
 	}
 }
 
@@ -136,18 +146,23 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	}
 	r.Environment.Load = append(r.Environment.Load, SampleLoad("start"))
 
-	eurekaDir := filepath.Join(o.WorkDir, "eureka")
-	if err := os.MkdirAll(eurekaDir, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+	// The Eureka server the first three phases share; the gateway phase
+	// starts its own, which takes requests only with the gateway's
+	// credentials.
+	var server *harness.Eureka
+	if slices.ContainsFunc(o.Phases, func(p string) bool { return p != PhaseGateway }) {
+		eurekaDir := filepath.Join(o.WorkDir, "eureka")
+		if err := os.MkdirAll(eurekaDir, 0o755); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		if server, err = harness.StartEureka(ctx, harness.EurekaOptions{Profile: harness.ProfileFast, LogDir: eurekaDir}); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		defer func() { _ = server.Stop() }()
 	}
-	server, err := harness.StartEureka(ctx, harness.EurekaOptions{Profile: harness.ProfileFast, LogDir: eurekaDir})
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	defer func() { _ = server.Stop() }()
 
 	var managerBin string
-	if slices.Contains(o.Phases, PhaseWebhook) || slices.Contains(o.Phases, PhaseReconciler) {
+	if slices.Contains(o.Phases, PhaseWebhook) || slices.Contains(o.Phases, PhaseReconciler) || slices.Contains(o.Phases, PhaseGateway) {
 		if managerBin, err = harness.BuildBinary("./cmd/manager", o.WorkDir); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
 		}
@@ -181,6 +196,9 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 				}
 			}
 			return nil
+		},
+		PhaseGateway: func() error {
+			return MeasureGateway(ctx, GatewayOptions{ManagerBinary: managerBin, WorkDir: phaseDir(o.WorkDir, PhaseGateway), Sizes: sizes.Gateway, Log: o.Log}, r)
 		},
 	}
 	for _, name := range AllPhases {

@@ -2,7 +2,7 @@
 // compared with and writes bench/results.json and bench/REPORT.md.
 //
 // BENCH_QUICK=1 uses small counts and short windows (a few minutes);
-// BENCH_PHASES=registrar,webhook,reconciler picks phases; BENCH_BEFORE=REV
+// BENCH_PHASES=registrar,webhook,reconciler,gateway picks phases; BENCH_BEFORE=REV
 // also measures an older commit: its manager in the reconciler's scenarios
 // and its BenchmarkHandler in the webhook phase. It refuses a tree with
 // uncommitted changes: the report names the commit it measured.
