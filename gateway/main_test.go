@@ -46,42 +46,64 @@ var (
 
 const clusterID = "gateway-suite"
 
+// TestMain stops the servers if a test started them. They start at the
+// first test that needs them (needsServers): the pure tests and the fuzz
+// target's workers start none.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
+	code := m.Run()
+	if stopServers != nil {
+		stopServers()
 	}
-	os.Exit(func() int {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		var err error
-		if cp, err = harness.StartControlPlane(ctx, harness.ControlPlaneOptions{}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer cp.Stop()
-		if server, err = harness.StartEureka(ctx, harness.EurekaOptions{Auth: eurekaAuth}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer server.Stop()
-		k8s = cp.Client
-		cs, err := kubernetes.NewForConfig(cp.Config)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
-		broadcaster.StartRecordingToSink(ctx.Done())
-		defer broadcaster.Shutdown()
-		recorder = broadcaster.NewRecorder(cp.Scheme, "eurekube-gateway")
-		return m.Run()
-	}())
+	os.Exit(code)
 }
 
+var (
+	serversOnce sync.Once
+	serversErr  error
+	stopServers func()
+)
+
+// needsServers skips t in -short mode; else it starts the suite's servers
+// once: a real API server (TokenReview, TokenRequest, pods) and a real
+// Eureka server that takes requests only with the gateway's credentials.
 func needsServers(t testing.TB) {
 	t.Helper()
 	harness.SkipWhenShort(t, "a kube-apiserver, etcd and a Eureka server (a JVM)")
+	serversOnce.Do(func() { serversErr = startServers() })
+	if serversErr != nil {
+		t.Fatal(serversErr)
+	}
+}
+
+func startServers() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	var err error
+	var stops []func()
+	stopServers = func() {
+		cancel()
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	if cp, err = harness.StartControlPlane(ctx, harness.ControlPlaneOptions{}); err != nil {
+		return err
+	}
+	stops = append(stops, func() { _ = cp.Stop() })
+	if server, err = harness.StartEureka(ctx, harness.EurekaOptions{Auth: eurekaAuth}); err != nil {
+		return err
+	}
+	stops = append(stops, func() { _ = server.Stop() })
+	k8s = cp.Client
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return err
+	}
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	broadcaster.StartRecordingToSink(ctx.Done())
+	stops = append(stops, broadcaster.Shutdown)
+	recorder = broadcaster.NewRecorder(cp.Scheme, "eurekube-gateway")
+	return nil
 }
 
 // patience bounds every wait: generous for a busy two-core machine.
@@ -114,6 +136,8 @@ func (g *gw) log() string {
 }
 
 type gwOptions struct {
+	// urls are the Eureka servers behind it (default: the suite's).
+	urls     []string
 	mode     string
 	readTTL  time.Duration
 	reviewer gateway.TokenReviewer
@@ -129,7 +153,10 @@ func startGateway(t testing.TB, o gwOptions) *gw {
 	log := logrus.New()
 	log.SetOutput(g)
 	log.SetFormatter(&logrus.JSONFormatter{})
-	ec, err := eureka.New(eureka.Options{URLs: []string{server.URL()}, Username: eurekaAuth.Username, Password: eurekaAuth.Password, Timeout: 5 * time.Second, Observer: g})
+	if o.urls == nil {
+		o.urls = []string{server.URL()}
+	}
+	ec, err := eureka.New(eureka.Options{URLs: o.urls, Username: eurekaAuth.Username, Password: eurekaAuth.Password, Timeout: 5 * time.Second, Observer: g})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +185,11 @@ func startGateway(t testing.TB, o gwOptions) *gw {
 		}
 	})
 	return g
+}
+
+func startGatewayTo(t testing.TB, urls []string) *gw {
+	t.Helper()
+	return startGateway(t, gwOptions{urls: urls})
 }
 
 var (
@@ -222,6 +254,19 @@ var ipSeq atomic.Int64
 // newPod creates a pod of ServiceAccount "app" in ns with a pod IP.
 func newPod(t testing.TB, ns, name string, annotations map[string]string) testPod {
 	t.Helper()
+	n := ipSeq.Add(1)
+	return newPodWith(t, ns, name, fmt.Sprintf("10.244.%d.%d", n/250, n%250+1), annotations)
+}
+
+// newPodAt creates a pod whose IP is ip (127.0.0.1: a process of this
+// machine plays it).
+func newPodAt(t testing.TB, ns, name, ip string) testPod {
+	t.Helper()
+	return newPodWith(t, ns, name, ip, nil)
+}
+
+func newPodWith(t testing.TB, ns, name, ip string, annotations map[string]string) testPod {
+	t.Helper()
 	ctx := context.Background()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
 	if err := k8s.Create(ctx, sa); err != nil && !strings.Contains(err.Error(), "already exists") {
@@ -238,8 +283,6 @@ func newPod(t testing.TB, ns, name string, annotations map[string]string) testPo
 	if err := k8s.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	n := ipSeq.Add(1)
-	ip := fmt.Sprintf("10.244.%d.%d", n/250, n%250+1)
 	p.Status.PodIP = ip
 	p.Status.PodIPs = []corev1.PodIP{{IP: ip}}
 	p.Status.Phase = corev1.PodRunning
