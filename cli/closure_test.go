@@ -32,3 +32,27 @@ func TestInject_ItsOwnOutputIsAdmittedUnchanged(t *testing.T) {
 		})
 	}
 }
+
+// With the manager's --gateway-audience, inject mounts the registrar's
+// projected token for the gateway, as the webhook does, and its output is
+// admitted back unchanged.
+func TestInject_GatewayTokenAsTheWebhookMountsItAndBackUnchanged(t *testing.T) {
+	args := append(injectArgs("testdata/inject/deployment.yaml", "--namespace=shop"), "--gateway-audience=eurekube-gateway")
+	code, first, stderr := run(t, "", args...)
+	if code != ExitOK {
+		t.Fatalf("inject: exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"audience: eurekube-gateway", "EUREKUBE_GATEWAY_TOKEN_FILE", "eurekube-gateway-token"} {
+		if !strings.Contains(first, want) {
+			t.Fatalf("inject --gateway-audience: no %q in\n%s", want, first)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "deployment.yaml")
+	if err := os.WriteFile(out, []byte(first), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, second, stderr := run(t, "", append(injectArgs(out, "--namespace=shop"), "--gateway-audience=eurekube-gateway")...)
+	if code != ExitOK || second != first {
+		t.Fatalf("inject's own output with the gateway's token changed or was refused: exit %d\n%s\n%s", code, stderr, second)
+	}
+}

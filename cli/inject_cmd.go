@@ -56,15 +56,16 @@ type injectFlags struct {
 	manager     managerFlags
 
 	// The manager's flags offline; forwarded to manager.ParseFlags when set.
-	registrarImage string
-	eurekaURLs     []string
-	clusterID      string
-	defaultDrain   int32
-	execSleep      bool
-	excluded       []string
-	logLevel       string
-	allowedImages  []string
-	allowedHosts   []string
+	registrarImage  string
+	eurekaURLs      []string
+	clusterID       string
+	defaultDrain    int32
+	execSleep       bool
+	excluded        []string
+	logLevel        string
+	gatewayAudience string
+	allowedImages   []string
+	allowedHosts    []string
 }
 
 // managerFlags locate the manager in the cluster.
@@ -95,6 +96,7 @@ func runInject(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&f.execSleep, "exec-sleep-fallback", defaults.ExecSleepFallback, "the manager's --exec-sleep-fallback")
 	fs.StringSliceVar(&f.excluded, "excluded-namespace", defaults.ExcludedNamespaces, "the manager's --excluded-namespace (its own namespace is always excluded)")
 	fs.StringVar(&f.logLevel, "log-level", defaults.LogLevel, "the manager's --log-level, which the registrar inherits")
+	fs.StringVar(&f.gatewayAudience, "gateway-audience", defaults.GatewayAudience, "the manager's --gateway-audience: the registrars of syncers that talk to --eureka-url get a projected token for the gateway")
 	fs.StringSliceVar(&f.allowedImages, allowlist.ImagesFlag, nil, "the manager's --"+allowlist.ImagesFlag+": registrar images syncers may name besides --registrar-image")
 	fs.StringSliceVar(&f.allowedHosts, allowlist.HostsFlag, nil, "the manager's --"+allowlist.HostsFlag+": Eureka hosts syncers may name besides those of --eureka-url")
 	f.manager.add(fs)
@@ -109,7 +111,7 @@ func runInject(ctx context.Context, e *env, args []string) error {
 		return usagef("--syncers and --from-cluster exclude each other: the cluster's syncers are read with --from-cluster")
 	}
 	if f.fromCluster {
-		for _, name := range []string{"registrar-image", "eureka-url", "cluster-id", "default-drain", "exec-sleep-fallback", "excluded-namespace", "log-level"} {
+		for _, name := range []string{"registrar-image", "eureka-url", "cluster-id", "default-drain", "exec-sleep-fallback", "excluded-namespace", "log-level", "gateway-audience"} {
 			if fs.Changed(name) {
 				return usagef("--%s is read from the manager's Deployment with --from-cluster", name)
 			}
@@ -171,7 +173,7 @@ func (f *injectFlags) offlineSource(fs *pflag.FlagSet, stream *offlineSource, de
 	var managerArgs []string
 	fs.Visit(func(fl *pflag.Flag) {
 		switch fl.Name {
-		case "registrar-image", "cluster-id", "default-drain", "exec-sleep-fallback", "log-level":
+		case "registrar-image", "cluster-id", "default-drain", "exec-sleep-fallback", "log-level", "gateway-audience":
 			managerArgs = append(managerArgs, "--"+fl.Name+"="+fl.Value.String())
 		case "eureka-url", "excluded-namespace", allowlist.ImagesFlag, allowlist.HostsFlag:
 			for _, v := range fl.Value.(pflag.SliceValue).GetSlice() {
