@@ -2,9 +2,13 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +55,9 @@ type App struct {
 	// would set it (kube-proxy then routes it to the pods), and the
 	// syncer registers the Service (spec.mode Service), not the pods.
 	LoadBalancerIP string
+	// EurekaURLs are the syncer's spec.eureka.serviceURLs (nil: the
+	// cluster's Eureka servers; GatewayURL: through the gateway).
+	EurekaURLs []string
 }
 
 // ServicePort is the port of an app's Service (Service mode).
@@ -135,7 +142,11 @@ func (c *Cluster) Deploy(ctx context.Context, app App, shape func(*appsv1.Deploy
 		return fmt.Errorf("deploy %s/%s: the Eureka app %s is namespace %s's already: give the test's app another name",
 			app.Namespace, app.Name, strings.ToUpper(app.Name), owner)
 	}
-	ns, syncer, dep := app.objects(c.Node.Image("testapp"), c.Peers.URLs())
+	urls := app.EurekaURLs
+	if urls == nil {
+		urls = c.Peers.URLs()
+	}
+	ns, syncer, dep := app.objects(c.Node.Image("testapp"), urls)
 	if shape != nil {
 		shape(dep)
 	}
@@ -194,7 +205,7 @@ func (c *Cluster) LookThrough(ctx context.Context, a App, peer *harness.Eureka) 
 			v.ReadyPods = append(v.ReadyPods, p.Name)
 		}
 	}
-	instances, err := peer.SpringRead(strings.ToUpper(a.Name))
+	instances, err := ReadApp(ctx, peer, strings.ToUpper(a.Name))
 	if err != nil {
 		return v, err
 	}
@@ -212,6 +223,70 @@ func (c *Cluster) LookThrough(ctx context.Context, a App, peer *harness.Eureka) 
 	slices.Sort(v.ReadyPods)
 	slices.Sort(v.UP)
 	return v, nil
+}
+
+// ReadApp lists app's instances on peer as a Spring client fetches them
+// (harness.Eureka.SpringRead), with the credentials the peer demands.
+func ReadApp(ctx context.Context, peer *harness.Eureka, app string) ([]harness.SpringInstance, error) {
+	auth := peer.Auth()
+	if auth == nil {
+		return peer.SpringRead(app)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, peer.URL()+"/apps/"+app, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	req.SetBasicAuth(auth.Username, auth.Password)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET /apps/%s: %w", app, err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		return nil, nil
+	case http.StatusOK:
+	default:
+		return nil, fmt.Errorf("GET /apps/%s: HTTP %d", app, resp.StatusCode)
+	}
+	var body struct {
+		Application struct{ Instance []harness.SpringInstance }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("GET /apps/%s: decode: %w", app, err)
+	}
+	return body.Application.Instance, nil
+}
+
+// Listed says whether peer's registry holds instance id of app, read
+// live (GET /apps/{APP}/{id}, which no response cache delays), with the
+// credentials the peer demands.
+func Listed(ctx context.Context, peer *harness.Eureka, app, id string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, peer.URL()+"/apps/"+app+"/"+url.PathEscape(id), nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if auth := peer.Auth(); auth != nil {
+		req.SetBasicAuth(auth.Username, auth.Password)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("GET /apps/%s/%s: %w", app, id, err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return true, nil
+	case http.StatusNotFound:
+		return false, nil
+	}
+	return false, fmt.Errorf("GET /apps/%s/%s: HTTP %d", app, id, resp.StatusCode)
 }
 
 // Settled reports whether Eureka lists exactly the ready pods UP and

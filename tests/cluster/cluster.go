@@ -8,15 +8,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/internal/allowlist"
 	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/tests/node"
@@ -54,9 +58,17 @@ type Options struct {
 	// FirstClaim leaves tenancy as a user's install has it: no
 	// EurekaAppPolicy, so each app belongs to the first namespace that
 	// registers it (the sandbox). Otherwise WaitInstalled shares every app
-	// with every namespace (harness.ShareEveryApp): the suites' stories
-	// run the same app in many namespaces.
+	// with every namespace (harness.ShareEveryApp) but those labelled
+	// NoSharedAppsLabel: the suites' stories run the same app in many
+	// namespaces.
 	FirstClaim bool
+	// EurekaAuth, when set, is the basic auth every Eureka server demands
+	// (their peers' replication included).
+	EurekaAuth *harness.EurekaAuth
+	// Gateway, with EurekaAuth, makes the installed gateway enforce its
+	// rules in front of the Eureka servers, holding their credentials
+	// (EnforceGateway): the manager and every client then write through it.
+	Gateway bool
 }
 
 // Cluster is a node with cert-manager, Eureka peers and Eurekube installed.
@@ -83,7 +95,8 @@ type Cluster struct {
 	apps   sync.Map
 	LogDir string
 
-	scraper scraper
+	scraper       scraper
+	registrarCopy registrarCopy
 }
 
 // StartT starts a cluster for a test (skipping it where no node can run)
@@ -165,7 +178,7 @@ func install(ctx context.Context, n *node.Node, o Options) (*Cluster, error) {
 	eureka := make(chan error, 1)
 	go func() {
 		var err error
-		opts := harness.EurekaOptions{Host: node.NodeIP, Port: o.EurekaPort, Profile: o.EurekaProfile, LogDir: o.LogDir}
+		opts := harness.EurekaOptions{Host: node.NodeIP, Port: o.EurekaPort, Profile: o.EurekaProfile, LogDir: o.LogDir, Auth: o.EurekaAuth}
 		if o.Peers == 1 {
 			var e *harness.Eureka
 			if e, err = harness.StartEureka(ctx, opts); err == nil {
@@ -188,7 +201,14 @@ func install(ctx context.Context, n *node.Node, o Options) (*Cluster, error) {
 			err = c.WaitInstalled(ctx)
 		}
 	}
-	if err = errors.Join(err, <-eureka); err != nil {
+	if err = errors.Join(err, <-eureka); err == nil && o.Gateway && !o.Bare {
+		if o.EurekaAuth == nil {
+			err = errors.New("cluster: Options.Gateway needs EurekaAuth, the credentials the gateway holds")
+		} else {
+			_, err = c.EnforceGateway(ctx, GatewayOptions{EurekaURLs: c.Peers.URLs(), Auth: o.EurekaAuth})
+		}
+	}
+	if err != nil {
 		_ = c.stopServices()
 		return nil, err
 	}
@@ -208,7 +228,12 @@ func (c *Cluster) applyDefault(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	overlay, err := AllowNodeEureka(filepath.Join(root, "manifests", "default"), dir)
+	// The manager names the gateway as users are told to once they run it
+	// (manifests/manager/deployment.yaml): the syncers that name it get the
+	// registrars' tokens for it, and the manager sends its own. The
+	// stories' other syncers name the node's Eureka servers.
+	overlay, err := managerArgsOverlay(filepath.Join(root, "manifests", "default"), dir,
+		"--"+allowlist.HostsFlag+"="+node.NodeIP, "--eureka-url="+GatewayURL)
 	if err != nil {
 		return err
 	}
@@ -228,9 +253,22 @@ func (c *Cluster) applyDefault(ctx context.Context) error {
 // would refuse them (docs/operations.md, the allowlists). It returns the
 // directory to apply with kubectl -k.
 func AllowNodeEureka(base, dir string) (string, error) {
+	return managerArgsOverlay(base, dir, "--"+allowlist.HostsFlag+"="+node.NodeIP)
+}
+
+// managerArgsOverlay writes into dir a kustomization of base that adds
+// args to the manager's, and returns dir.
+func managerArgsOverlay(base, dir string, args ...string) (string, error) {
 	rel, err := filepath.Rel(dir, base) // kustomize takes a base by relative path
 	if err != nil {
 		return "", err
+	}
+	var ops strings.Builder
+	for _, a := range args {
+		fmt.Fprintf(&ops, `
+    - op: add
+      path: /spec/template/spec/containers/0/args/-
+      value: %s`, a)
 	}
 	kustomization := fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
@@ -240,13 +278,10 @@ patches:
 - target:
     kind: Deployment
     name: %s
-  patch: |-
-    - op: add
-      path: /spec/template/spec/containers/0/args/-
-      value: --%s=%s
-`, filepath.ToSlash(rel), ManagerDeployment, allowlist.HostsFlag, node.NodeIP)
+  patch: |-%s
+`, filepath.ToSlash(rel), ManagerDeployment, ops.String())
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
-		return "", fmt.Errorf("kustomization allowing the node's Eureka: %w", err)
+		return "", fmt.Errorf("kustomization of the manager's arguments: %w", err)
 	}
 	return dir, nil
 }
@@ -263,7 +298,36 @@ func (c *Cluster) WaitInstalled(ctx context.Context) error {
 		return nil
 	}
 	// The stories run the same apps in many namespaces at once.
-	return harness.ShareEveryApp(ctx, c.Node.Client)
+	if err := harness.ShareEveryApp(ctx, c.Node.Client); err != nil {
+		return err
+	}
+	return c.exceptLabelledNamespaces(ctx)
+}
+
+// NoSharedAppsLabel on a namespace keeps it out of the suites' share-every-
+// app policy (harness.ShareEveryApp): its pods may register only what a
+// user's cluster would let them, by the policies that name an app, else by
+// its claim. The gateway's rogue tenant is such a namespace.
+const NoSharedAppsLabel = "eurekube.test/no-shared-apps"
+
+// exceptLabelledNamespaces narrows the share-every-app policy to the
+// namespaces without NoSharedAppsLabel.
+func (c *Cluster) exceptLabelledNamespaces(ctx context.Context) error {
+	p := &v1alpha1.EurekaAppPolicy{}
+	switch err := c.Node.Client.Get(ctx, client.ObjectKey{Name: harness.SharedAppsPolicy}, p); {
+	case meta.IsNoMatchError(err):
+		return nil // no EurekaAppPolicy kind: an older release installed
+	case err != nil:
+		return fmt.Errorf("EurekaAppPolicy %s: %w", harness.SharedAppsPolicy, err)
+	}
+	before := p.DeepCopy()
+	p.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: NoSharedAppsLabel, Operator: metav1.LabelSelectorOpDoesNotExist},
+	}}
+	if err := c.Node.Client.Patch(ctx, p, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("EurekaAppPolicy %s: except the namespaces labelled %s: %w", harness.SharedAppsPolicy, NoSharedAppsLabel, err)
+	}
+	return nil
 }
 
 func (c *Cluster) installed(ctx context.Context) error {

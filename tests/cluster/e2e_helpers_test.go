@@ -78,10 +78,16 @@ func waitNamespaceGone(t *testing.T, name string) {
 // returns the calls made since the rollout began, and when it began.
 func rolloutCalled(t *testing.T, app cluster.App, sc *harness.SpringClient) (harness.SpringStats, time.Time) {
 	t.Helper()
+	return rolloutCalledAt(t, app, sc, c.Eureka)
+}
+
+// rolloutCalledAt is rolloutCalled for an app registered with peer.
+func rolloutCalledAt(t *testing.T, app cluster.App, sc *harness.SpringClient, peer *harness.Eureka) (harness.SpringStats, time.Time) {
+	t.Helper()
 	before := sc.StatsT(t)
 	began := time.Now()
-	rollout(t, app)
-	pods := waitRolledOut(t, app, 3*time.Minute)
+	stamp := rollout(t, app)
+	pods := waitRolledOutTo(t, app, peer, stamp, 3*time.Minute)
 	waitAnswered(t, sc, before, pods)
 	return sc.StatsT(t).Since(before), began
 }
@@ -237,10 +243,16 @@ func (r *recorder) first(kind, who string) (time.Time, bool) {
 // settle waits until Eureka lists exactly the app's ready pods.
 func settle(t *testing.T, app cluster.App, timeout time.Duration) cluster.View {
 	t.Helper()
+	return settleAt(t, app, c.Eureka, timeout)
+}
+
+// settleAt is settle for an app registered with peer.
+func settleAt(t *testing.T, app cluster.App, peer *harness.Eureka, timeout time.Duration) cluster.View {
+	t.Helper()
 	var v cluster.View
 	harness.Eventually(t, timeout, fmt.Sprintf("Eureka lists exactly the %d ready pods of %s", app.Replicas, app.Name), func() error {
 		var err error
-		if v, err = c.Look(context.Background(), app); err != nil {
+		if v, err = c.LookThrough(context.Background(), app, peer); err != nil {
 			return err
 		}
 		return v.Settled(int(app.Replicas))
@@ -252,18 +264,38 @@ func settle(t *testing.T, app cluster.App, timeout time.Duration) cluster.View {
 // as kubectl rollout restart does.
 const rolledKey = "eurekube.test/rolled"
 
-func rollout(t *testing.T, app cluster.App) {
+// rollout rolls every pod of the app and returns the new template's
+// rolledKey stamp.
+func rollout(t *testing.T, app cluster.App) string {
 	t.Helper()
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, rolledKey, time.Now().Format(time.RFC3339Nano))
+	stamp := time.Now().Format(time.RFC3339Nano)
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, rolledKey, stamp)
 	dep := &appsv1.Deployment{}
 	dep.Name, dep.Namespace = app.Name, app.Namespace
 	if err := c.Node.Client.Patch(context.Background(), dep, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		t.Fatal(err)
 	}
+	return stamp
+}
+
+// newTemplate says whether pod p is of the template of rollout's stamp,
+// or, when stamp is empty, of any rollout's.
+func newTemplate(p *corev1.Pod, stamp string) bool {
+	if stamp == "" {
+		return p.Annotations[rolledKey] != ""
+	}
+	return p.Annotations[rolledKey] == stamp
 }
 
 // waitFirstRolled waits until the first pod of the new template exists.
 func waitFirstRolled(t *testing.T, app cluster.App) {
+	t.Helper()
+	waitFirstRolledTo(t, app, "")
+}
+
+// waitFirstRolledTo waits until the first pod of the template of stamp
+// (rollout) exists.
+func waitFirstRolledTo(t *testing.T, app cluster.App, stamp string) {
 	t.Helper()
 	harness.Eventually(t, time.Minute, "the first pod of the new template exists", func() error {
 		v, err := c.Look(context.Background(), app)
@@ -271,7 +303,7 @@ func waitFirstRolled(t *testing.T, app cluster.App) {
 			return err
 		}
 		for _, p := range v.Pods {
-			if p.Annotations[rolledKey] != "" {
+			if newTemplate(&p, stamp) {
 				return nil
 			}
 		}
@@ -283,15 +315,27 @@ func waitFirstRolled(t *testing.T, app cluster.App) {
 // included) is of the new template and Eureka lists exactly the ready ones.
 func waitRolledOut(t *testing.T, app cluster.App, timeout time.Duration) []string {
 	t.Helper()
+	return waitRolledOutAt(t, app, c.Eureka, timeout)
+}
+
+// waitRolledOutAt is waitRolledOut for an app registered with peer.
+func waitRolledOutAt(t *testing.T, app cluster.App, peer *harness.Eureka, timeout time.Duration) []string {
+	t.Helper()
+	return waitRolledOutTo(t, app, peer, "", timeout)
+}
+
+// waitRolledOutTo is waitRolledOutAt for the template of stamp (rollout).
+func waitRolledOutTo(t *testing.T, app cluster.App, peer *harness.Eureka, stamp string, timeout time.Duration) []string {
+	t.Helper()
 	var ready []string
 	harness.Eventually(t, timeout, app.Name+" rolled out", func() error {
-		v, err := c.Look(context.Background(), app)
+		v, err := c.LookThrough(context.Background(), app, peer)
 		if err != nil {
 			return err
 		}
 		for _, p := range v.Pods {
-			if p.Annotations[rolledKey] == "" {
-				return fmt.Errorf("pod %s is of the old template", p.Name)
+			if !newTemplate(&p, stamp) {
+				return fmt.Errorf("pod %s is of an old template", p.Name)
 			}
 		}
 		if err := v.Settled(int(app.Replicas)); err != nil {
