@@ -30,7 +30,6 @@ import (
 	eurekubev1alpha1 "github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/gateway"
-	"github.com/eurekube/eurekube/internal/logging"
 	"github.com/eurekube/eurekube/internal/ownership"
 	"github.com/eurekube/eurekube/sidecar"
 )
@@ -126,32 +125,11 @@ func RunGateway(ctx context.Context, cfg GatewayConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	out := cfg.LogOutput
-	if out == nil {
-		out = os.Stderr
-	}
-	log, err := logging.New(out, cfg.LogLevel, "gateway")
+	base, err := startProcess(ctx, "gateway", cfg.LogOutput, cfg.LogLevel, cfg.RestConfig, cfg.ClusterID)
 	if err != nil {
 		return err
 	}
-	logger := bridgeLogs(log)
-	restCfg := cfg.RestConfig
-	if restCfg == nil {
-		if restCfg, err = ctrl.GetConfig(); err != nil {
-			return fmt.Errorf("API server config (kubeconfig or in-cluster): %w", err)
-		}
-	}
-	scheme, err := NewScheme()
-	if err != nil {
-		return err
-	}
-	clusterID := cfg.ClusterID
-	if clusterID == "" {
-		if clusterID, err = kubeSystemUID(ctx, restCfg, scheme); err != nil {
-			return err
-		}
-	}
-	log = log.WithField("cluster", clusterID)
+	log, logger, restCfg, scheme, clusterID := base.log, base.logger, base.restCfg, base.scheme, base.clusterID
 	eurekaOpts := eureka.Options{URLs: cfg.EurekaURLs, Timeout: cfg.EurekaTimeout, Logger: log.WithField("part", "eureka")}
 	if cfg.EurekaUsernameFile != "" {
 		eurekaOpts.Credentials = sidecar.CredentialsFromFiles(cfg.EurekaUsernameFile, cfg.EurekaPasswordFile, log)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,33 +68,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if _, set := os.LookupEnv("GOGC"); !set {
 		debug.SetGCPercent(defaultGCPercent)
 	}
-	out := cfg.LogOutput
-	if out == nil {
-		out = os.Stderr
-	}
-	log, err := logging.New(out, cfg.LogLevel, "manager")
+	base, err := startProcess(ctx, "manager", cfg.LogOutput, cfg.LogLevel, cfg.RestConfig, cfg.ClusterID)
 	if err != nil {
 		return err
 	}
-	logger := bridgeLogs(log)
-
-	restCfg := cfg.RestConfig
-	if restCfg == nil {
-		if restCfg, err = ctrl.GetConfig(); err != nil {
-			return fmt.Errorf("API server config (kubeconfig or in-cluster): %w", err)
-		}
-	}
-	scheme, err := NewScheme()
-	if err != nil {
-		return err
-	}
-	clusterID := cfg.ClusterID
-	if clusterID == "" {
-		if clusterID, err = kubeSystemUID(ctx, restCfg, scheme); err != nil {
-			return err
-		}
-	}
-	log = log.WithField("cluster", clusterID)
+	log, logger, restCfg, scheme, clusterID := base.log, base.logger, base.restCfg, base.scheme, base.clusterID
 
 	certificates, err := newWebhookCertificates(cfg, restCfg, log)
 	if err != nil {
@@ -279,4 +259,43 @@ func setupProbes(mgr manager.Manager) error {
 		return fmt.Errorf("readiness check: %w", err)
 	}
 	return nil
+}
+
+// process is what the manager and the gateway each set up first.
+type process struct {
+	log       *logrus.Entry
+	logger    logr.Logger
+	restCfg   *rest.Config
+	scheme    *runtime.Scheme
+	clusterID string
+}
+
+// startProcess sets up a process's logs (logrus, bridged into
+// controller-runtime's and klog's), its API server config (restCfg, else
+// the kubeconfig or the in-cluster one), its scheme and its cluster id
+// (clusterID, else kube-system's UID).
+func startProcess(ctx context.Context, name string, out io.Writer, level string, restCfg *rest.Config, clusterID string) (process, error) {
+	if out == nil {
+		out = os.Stderr
+	}
+	log, err := logging.New(out, level, name)
+	if err != nil {
+		return process{}, err
+	}
+	p := process{logger: bridgeLogs(log), restCfg: restCfg, clusterID: clusterID}
+	if p.restCfg == nil {
+		if p.restCfg, err = ctrl.GetConfig(); err != nil {
+			return process{}, fmt.Errorf("API server config (kubeconfig or in-cluster): %w", err)
+		}
+	}
+	if p.scheme, err = NewScheme(); err != nil {
+		return process{}, err
+	}
+	if p.clusterID == "" {
+		if p.clusterID, err = kubeSystemUID(ctx, p.restCfg, p.scheme); err != nil {
+			return process{}, err
+		}
+	}
+	p.log = log.WithField("cluster", p.clusterID)
+	return p, nil
 }
