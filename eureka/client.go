@@ -493,14 +493,20 @@ func movesOn(op, method string, err error) bool {
 	return method == http.MethodGet && op != opDelta && StatusCode(err) == http.StatusForbidden
 }
 
-// once sends one request to one URL and maps the answer to an error; left
-// is how many URLs, this one included, may still be tried.
-func (c *Client) once(ctx context.Context, op, method, target string, body []byte, gzipOK bool, creds auth, read func(answer) error, left int) error {
+// attempt bounds one request to one server: the client's timeout, or an
+// equal share of what is left of ctx among the left URLs still to try.
+func (c *Client) attempt(ctx context.Context, left int) (context.Context, context.CancelFunc) {
 	timeout := c.timeout
 	if deadline, ok := ctx.Deadline(); ok && left > 1 {
 		timeout = min(timeout, time.Until(deadline)/time.Duration(left))
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return context.WithTimeout(ctx, timeout)
+}
+
+// once sends one request to one URL and maps the answer to an error; left
+// is how many URLs, this one included, may still be tried.
+func (c *Client) once(ctx context.Context, op, method, target string, body []byte, gzipOK bool, creds auth, read func(answer) error, left int) error {
+	ctx, cancel := c.attempt(ctx, left)
 	defer cancel()
 	began := time.Now()
 	err := c.send(ctx, method, target, body, gzipOK, creds, read)

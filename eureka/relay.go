@@ -109,11 +109,7 @@ func relayMovesOn(r Relay, status int) bool {
 }
 
 func (c *Client) relayOnce(ctx context.Context, r Relay, base string, creds auth, left int) (*Relayed, error) {
-	timeout := c.timeout
-	if deadline, ok := ctx.Deadline(); ok && left > 1 {
-		timeout = min(timeout, time.Until(deadline)/time.Duration(left))
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := c.attempt(ctx, left)
 	defer cancel()
 	began := time.Now()
 	a, err := c.relaySend(ctx, r, base, creds)
