@@ -40,6 +40,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -101,6 +102,7 @@ func main() {
 		err = errors.Join(err, context.Cause(ctx))
 	}
 	cleanUp(*grace)
+	book.report(start)
 	if err != nil {
 		fail(start, err)
 	}
@@ -249,7 +251,10 @@ func run(ctx context.Context, o runOptions) error {
 		if err := fuzz(ctx, o.fuzzTime, o.fuzzWorkers); err != nil {
 			errs = append(errs, err)
 		}
-		fmt.Printf("testrun: the fuzz targets took %ds\n", int(time.Since(began).Seconds()))
+		book.mu.Lock()
+		fuzzCPU := book.fuzz
+		book.mu.Unlock()
+		fmt.Printf("testrun: the fuzz targets took %ds, %ds of CPU\n", int(time.Since(began).Seconds()), int(fuzzCPU.Seconds()))
 	}
 	stopping := false
 	for _, j := range jobs {
@@ -303,8 +308,61 @@ func cost(cmd *exec.Cmd, began time.Time) string {
 	if cmd.ProcessState == nil {
 		return fmt.Sprintf("%ds", wall)
 	}
+	return fmt.Sprintf("%ds, %ds of CPU", wall, int(book.add(cmd).Seconds()))
+}
+
+// cpuBook is where the CPU of every command testrun waits for is
+// written down, so that the rest of what its children used (getrusage's
+// RUSAGE_CHILDREN) is known to be the orphans it reaped: the processes
+// the tests started whose parents died first, reparented to testrun as
+// the child subreaper (a pod's containers and their shims, a node's
+// daemons, a JVM whose test binary was killed).
+type cpuBook struct {
+	mu      sync.Mutex
+	waited  time.Duration
+	fuzzing bool
+	fuzz    time.Duration
+}
+
+var book cpuBook
+
+// add writes down the CPU of cmd, which has been waited for, and returns it.
+func (b *cpuBook) add(cmd *exec.Cmd) time.Duration {
+	if cmd.ProcessState == nil {
+		return 0
+	}
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	return fmt.Sprintf("%ds, %ds of CPU", wall, int(cpu.Seconds()))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.waited += cpu
+	if b.fuzzing {
+		b.fuzz += cpu
+	}
+	return cpu
+}
+
+// report prints where the CPU of the whole run went: the commands waited
+// for (each suite's own line says its share), the fuzz phase, the orphans
+// reaped, testrun itself. It reaps first: an orphan's CPU is counted when
+// it is reaped.
+func (b *cpuBook) report(start time.Time) {
+	reap()
+	var children, self unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_CHILDREN, &children) != nil || unix.Getrusage(unix.RUSAGE_SELF, &self) != nil {
+		return
+	}
+	seconds := func(u unix.Rusage) time.Duration {
+		return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	total := seconds(children) + seconds(self)
+	orphans := max(seconds(children)-b.waited, 0)
+	fmt.Printf("testrun: CPU, %ds in all over %ds: the commands it waited for %ds (the fuzz targets %ds of them), "+
+		"the orphans it reaped (pods' containers, the node's daemons, processes whose parent died) %ds, testrun itself %ds; "+
+		"the builds before it (make's artifacts step) are not counted\n",
+		int(total.Seconds()), int(time.Since(start).Seconds()), int(b.waited.Seconds()), int(b.fuzz.Seconds()),
+		int(orphans.Seconds()), int(seconds(self).Seconds()))
 }
 
 // suite is a -background or -race pattern, run by its own go test.
@@ -354,7 +412,9 @@ func goCmd(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 func goList(ctx context.Context, pattern string) ([]string, error) {
-	out, err := exec.CommandContext(ctx, "go", "list", pattern).Output()
+	cmd := exec.CommandContext(ctx, "go", "list", pattern)
+	out, err := cmd.Output()
+	book.add(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("go list %s: %w", pattern, err)
 	}
@@ -366,7 +426,17 @@ var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz[A-Za-z0-9_]*)\(`)
 // fuzz runs every fuzz target of the module for fuzzTime, with workers
 // processes (0: go test's default, one per core).
 func fuzz(ctx context.Context, fuzzTime string, workers int) error {
-	out, err := exec.CommandContext(ctx, "go", "list", "-f", "{{.Dir}}", "./...").Output()
+	book.mu.Lock()
+	book.fuzzing = true
+	book.mu.Unlock()
+	defer func() {
+		book.mu.Lock()
+		book.fuzzing = false
+		book.mu.Unlock()
+	}()
+	list := exec.CommandContext(ctx, "go", "list", "-f", "{{.Dir}}", "./...")
+	out, err := list.Output()
+	book.add(list)
 	if err != nil {
 		return fmt.Errorf("go list: %w", err)
 	}
@@ -389,6 +459,7 @@ func fuzz(ctx context.Context, fuzzTime string, workers int) error {
 				cmd.Stdout = io.MultiWriter(os.Stdout, &output)
 				cmd.Stderr = cmd.Stdout
 				err := cmd.Run()
+				book.add(cmd)
 				if err != nil && ctx.Err() == nil && coordinatorDeadline(output.String(), target) {
 					// Not the target's failure: replay its corpus (seeds
 					// and testdata/fuzz) to be sure nothing known fails.
@@ -396,6 +467,7 @@ func fuzz(ctx context.Context, fuzzTime string, workers int) error {
 					replay := goCmd(ctx, "test", "-run", "^"+target+"$", dir)
 					replay.Stdout, replay.Stderr = os.Stdout, os.Stderr
 					err = replay.Run()
+					book.add(replay)
 				}
 				if err != nil {
 					return fmt.Errorf("fuzz %s: %w", target, err)
