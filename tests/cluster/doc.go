@@ -27,6 +27,14 @@
 // same client and shows failed calls, so it is the drain that protects the
 // callers.
 //
+// The gateway story (gateway_test.go) runs the installed gateway enforcing
+// (EnforceGateway) in front of Eureka servers of its own that demand basic
+// auth only the gateway holds; the manager names the gateway (GatewayURL)
+// from the install on, so the registrars of the syncers that name it carry
+// their pods' tokens for it. Its chain of caches has one more link, the
+// gateway's shared copy of a polled read, shortened to a second, and its
+// pods drain for two seconds more.
+//
 // A service mesh's injector (MeshInjector), a webhook the test process
 // serves, runs after Eurekube's on the pods labelled for it, putting a
 // proxy in front of the app as Istio or Linkerd do (neighbour_test.go).

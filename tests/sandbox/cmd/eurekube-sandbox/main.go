@@ -27,6 +27,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,11 +126,12 @@ func run() error {
 
 	log.Info("the sandbox runs a real Kubernetes node on this machine, as root (waiting first if another node runs here)")
 	log.Info("starting the node (containerd, etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy), cert-manager and Eureka, and installing Eurekube from manifests/default")
-	c, err := cluster.Start(ctx, sandboxOptions(nodeOpts, *eurekaPort))
+	opts := sandboxOptions(nodeOpts, *eurekaPort)
+	c, err := cluster.Start(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("start the cluster (logs in %s): %w", nodeOpts.LogDir, err)
 	}
-	log.WithField("took", time.Since(start).Round(time.Second)).Info("Eurekube installed: the manager's pods are ready and the webhook's CA is injected")
+	log.WithField("took", time.Since(start).Round(time.Second)).Info("Eurekube installed: the manager's pods are ready, the webhook's CA is injected, and the gateway enforces in front of Eureka, which takes nothing without the gateway's credentials")
 
 	var spring, vm *harness.SpringClient
 	defer func() {
@@ -150,11 +152,24 @@ func run() error {
 	if err := copyFile(c.Node.Kubeconfig, kubeconfig); err != nil {
 		return err
 	}
-	app := cluster.App{Namespace: "shop", Name: "orders", Replicas: *replicas, Metadata: map[string]string{"zone": "zone-a"}}
+	// Everything names the gateway: the syncer (its registrars write with
+	// their pods' tokens), the import, the VM and the Spring client (from
+	// the host, at its Service's ClusterIP).
+	app := cluster.App{Namespace: "shop", Name: "orders", Replicas: *replicas, Metadata: map[string]string{"zone": "zone-a"},
+		EurekaURLs: []string{cluster.GatewayURL}}
+	gatewayURL, err := c.GatewayHostURL(ctx)
+	if err != nil {
+		return err
+	}
+	log.Info("binding vm-1's credentials to ORDERS: Secret " + vmSecret + " in " + cluster.ManagerNamespace + ", EurekaAppPolicy " + ordersPolicy + " (ORDERS for namespace shop and for that Secret)")
+	vmPassword, err := tenancy(ctx, c)
+	if err != nil {
+		return err
+	}
 	// The migration story: ORDERS ran on VMs before; one still does.
-	log.Info("starting ORDERS on a \"VM\": a Spring Boot app on the host, registered by Spring Cloud's own Eureka client, answering vm-1")
+	log.Info("starting ORDERS on a \"VM\": a Spring Boot app on the host, registered by Spring Cloud's own Eureka client through the gateway with its credentials, answering vm-1")
 	vm, err = harness.StartSpringVM(ctx, harness.SpringVMOptions{
-		EurekaURL: c.Peers.DefaultZone(), App: app.Name, Name: "vm-1", Host: node.NodeIP, RenewalSeconds: 30, LogDir: c.LogDir,
+		EurekaURL: cluster.WithCredentials(gatewayURL, vmUser, vmPassword), App: app.Name, Name: "vm-1", Host: node.NodeIP, RenewalSeconds: 30, LogDir: c.LogDir,
 	})
 	if err != nil {
 		return err
@@ -167,23 +182,24 @@ func run() error {
 	if err := waitSettled(ctx, c, app); err != nil {
 		return err
 	}
-	owner, err := claimOwner(ctx, c, app.Name)
-	if err != nil {
-		return err
-	}
-	log.WithField("namespace", owner).Info("ORDERS is claimed: it belongs to the first namespace that registered it (kubectl get eac)")
 	// Started once Eureka lists the pods, so its first registry fetch finds
 	// them and its "failed" count starts at 0, not with the calls made
 	// while the pods were starting.
 	if *withClient {
-		log.Info("starting a Spring Cloud client on the host that calls http://orders/ by name")
+		log.Info("starting a Spring Cloud client on the host that reads the registry through the gateway and calls http://orders/ by name")
 		spring, err = harness.StartSpringClient(ctx, harness.SpringClientOptions{
-			EurekaURL: c.Peers.DefaultZone(), Service: app.Name, Interval: 100 * time.Millisecond, LogDir: c.LogDir,
+			EurekaURL: gatewayURL, Service: app.Name, Interval: 100 * time.Millisecond, LogDir: c.LogDir,
 		})
 		if err != nil {
 			return err
 		}
 	}
+	log.Info("running a rogue pod: namespace " + rogueNamespace + " never opted in, a copy of the registrar's image under another name registers ORDERS with the pod's own token for the gateway, and at Eureka directly")
+	rogue, err := runRogue(ctx, c, strings.ToUpper(app.Name))
+	if err != nil {
+		return err
+	}
+	log.WithFields(logrus.Fields{"gateway": rogue.reason, "eureka": "401"}).Info("the rogue pod was refused by the gateway and by Eureka, and Eureka never listed it")
 	log.Info("importing ORDERS the other way: EurekaImport orders (manifests/samples/eurekaimport.yaml) keeps Service orders, whose endpoints are the app's instances, vm-1's included")
 	imp, err := deployImport(ctx, c, root)
 	if err != nil {
@@ -216,12 +232,24 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	printWelcome(c, kubeconfig, spring, imp, callee, callerStats, first, tenancyWelcome(strings.ToUpper(app.Name), owner), time.Since(start))
+	var springStats *harness.SpringStats
+	if spring != nil {
+		st, err := spring.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		springStats = &st
+	}
+	printWelcome(c, kubeconfig, gatewayURL, opts.EurekaAuth, spring, springStats, imp, callee, callerStats, first,
+		gatewayWelcome(rogue), tenancyWelcome(strings.ToUpper(app.Name), app.Namespace), time.Since(start))
 	if *exitWhenReady {
 		// The smoke test: a call that failed before the welcome is a real
 		// failure, as the import was routable before the caller started.
 		if first.Failed > 0 {
 			return fmt.Errorf("the pod caller's first %d calls: %d failed, last: %s (kubectl -n %s logs caller)", first.OK+first.Failed, first.Failed, first.LastError, imp.Namespace)
+		}
+		if springStats != nil && springStats.Failed > 0 {
+			return fmt.Errorf("the Spring client's calls: %d of %d failed, last: %s", springStats.Failed, springStats.OK+springStats.Failed, springStats.LastError)
 		}
 		return nil
 	}
@@ -231,8 +259,11 @@ func run() error {
 }
 
 // sandboxOptions is the sandbox's cluster: production timings for Eureka
-// (self-preservation on, 30 s response caches), and tenancy as a user's
-// install has it, first claim, with no share-every-app policy.
+// (self-preservation on, 30 s response caches); Eureka servers that take
+// nothing without the credentials only the gateway holds, the gateway
+// enforcing in front of them; and no share-every-app policy: tenancy is
+// the policy the sandbox installs for ORDERS (tenancy), first claim for
+// any other app, as a user's install has it.
 func sandboxOptions(nodeOpts node.Options, eurekaPort int) cluster.Options {
 	return cluster.Options{
 		Node:          nodeOpts,
@@ -240,46 +271,134 @@ func sandboxOptions(nodeOpts node.Options, eurekaPort int) cluster.Options {
 		EurekaProfile: harness.ProfileReal,
 		LogDir:        nodeOpts.LogDir,
 		FirstClaim:    true,
+		EurekaAuth:    &harness.EurekaAuth{Username: "eurekube-gateway", Password: newPassword()},
+		Gateway:       true,
 	}
 }
 
-// claimOwner is the namespace that app's EurekaAppClaim names: the
-// first to register it. The claim is made as the first pod registers, so
-// it exists once the syncer settled; a minute covers a manager that makes
-// it a moment later.
-func claimOwner(ctx context.Context, c *cluster.Cluster, app string) (string, error) {
-	var owner string
-	err := harness.Poll(ctx, time.Minute, 500*time.Millisecond, "the EurekaAppClaim of "+strings.ToUpper(app), func() error {
-		var claims v1alpha1.EurekaAppClaimList
-		if err := c.Node.Client.List(ctx, &claims); err != nil {
-			return fmt.Errorf("list EurekaAppClaims: %w", err)
-		}
-		for _, claim := range claims.Items {
-			if strings.EqualFold(claim.Spec.App, app) {
-				owner = claim.Spec.Namespace
-				return nil
-			}
-		}
-		return fmt.Errorf("no EurekaAppClaim of %s, though its pods registered (kubectl get eac)", strings.ToUpper(app))
-	})
-	if err != nil {
-		return "", fmt.Errorf("%w (logs in %s)", err, c.LogDir)
+// newPassword is a random password without ':' (Spring drops the
+// credentials of a service URL whose password has one).
+func newPassword() string { return strings.ToLower(rand.Text()) }
+
+// What binds vm-1's credentials to ORDERS.
+const (
+	vmSecret     = "orders-vm"
+	vmUser       = "orders-vm"
+	ordersPolicy = "orders"
+)
+
+// tenancy makes vm-1's identity, the Secret vmSecret in the gateway's
+// namespace, and the EurekaAppPolicy that grants ORDERS to namespace shop
+// and binds the Secret to it; it returns the Secret's password. A policy
+// that names an app governs it: the namespace is named beside the Secret,
+// or the app would be no namespace's.
+func tenancy(ctx context.Context, c *cluster.Cluster) (string, error) {
+	password := newPassword()
+	if err := c.ClientSecret(ctx, vmSecret, vmUser, password); err != nil {
+		return "", err
 	}
-	return owner, nil
+	policy := &v1alpha1.EurekaAppPolicy{ObjectMeta: metav1.ObjectMeta{Name: ordersPolicy},
+		Spec: v1alpha1.EurekaAppPolicySpec{Apps: []string{"ORDERS"}, Namespaces: []string{"shop"}, ClientSecrets: []string{vmSecret}}}
+	if err := c.Node.Client.Create(ctx, policy); err != nil {
+		return "", fmt.Errorf("create EurekaAppPolicy %s: %w", ordersPolicy, err)
+	}
+	return password, nil
 }
 
-// tenancyWelcome is the welcome's part about who owns what: the claim,
+// tenancyWelcome is the welcome's part about who owns what: the policy,
 // and what a second namespace that names the app sees.
 func tenancyWelcome(app, owner string) string {
-	return fmt.Sprintf(`  Tenancy            No EurekaAppPolicy is installed: %[1]s belongs to namespace %[2]s, the first
-                     to register it.
-                     kubectl get eac   (the claim: APP %[1]s, NAMESPACE %[2]s)
+	return fmt.Sprintf(`  Tenancy            EurekaAppPolicy %[3]s grants %[1]s to namespace %[2]s and to vm-1's credentials
+                     (Secret %[4]s in %[5]s): kubectl get eap %[3]s -o yaml
                      A syncer of %[1]s in another namespace is refused: PERMITTED False in
-                     kubectl get esync -A and eurekube status, the owner and the fix in its
+                     kubectl get esync -A and eurekube status, the policy and the fix in its
                      Permitted condition. An import of %[1]s there lists vm-1 only, never
-                     %[2]s's pods (its AddressesAllowed condition names them).
+                     %[2]s's pods (its AddressesAllowed condition names them). Any other app
+                     belongs to the first namespace that registers it (kubectl get eac).
                      docs/operations.md, "Security model".
-`, app, owner)
+`, app, owner, ordersPolicy, vmSecret, cluster.ManagerNamespace)
+}
+
+// The rogue pod the sandbox runs once at start-up.
+const (
+	rogueNamespace = "rogue"
+	roguePod       = "orders-impostor"
+)
+
+// rogueResult is what the rogue pod met.
+type rogueResult struct {
+	// reason and note are the gateway's Event on the pod.
+	reason, note string
+	// eureka is the direct registrar's log line with Eureka's 401.
+	eureka string
+}
+
+// runRogue runs the rogue pod (cluster.StartRoguePod) as app, waits for
+// the gateway's refusal and Eureka's, checks that no peer lists it, and
+// deletes the pod; its namespace and the Events stay.
+func runRogue(ctx context.Context, c *cluster.Cluster, app string) (rogueResult, error) {
+	var r rogueResult
+	pod, err := c.StartRoguePod(ctx, cluster.RogueOptions{
+		Namespace: rogueNamespace, Name: roguePod, App: app, GatewayURL: cluster.GatewayURL, EurekaURL: c.Peers.URLs()[0],
+	})
+	if pod != nil {
+		defer deletePod(c, pod)
+	}
+	if err != nil {
+		return r, err
+	}
+	ev, err := c.WaitRefusal(ctx, pod, "register", 2*time.Minute)
+	if err != nil {
+		return r, fmt.Errorf("%w (the gateway's log: kubectl -n %s logs deploy/%s)", err, cluster.ManagerNamespace, cluster.GatewayDeployment)
+	}
+	r.reason, r.note = ev.Reason, ev.Note
+	if r.eureka, err = c.WaitEurekaRefused(ctx, pod, 2*time.Minute); err != nil {
+		return r, err
+	}
+	id := cluster.RogueInstanceID(pod, app)
+	for i, peer := range c.Peers.Servers {
+		listed, err := cluster.Listed(ctx, peer, app, id)
+		if err != nil {
+			return r, err
+		}
+		if listed {
+			return r, fmt.Errorf("Eureka peer %d lists the rogue pod's instance %s", i+1, id)
+		}
+	}
+	return r, nil
+}
+
+// gatewayWelcome is the welcome's part about the gateway and the rogue
+// pod's fate.
+func gatewayWelcome(r rogueResult) string {
+	return fmt.Sprintf(`  Rogue pod          %[1]s/%[2]s: a namespace that never opted in, a copy of the
+                     registrar's image under another name, registering ORDERS with its own
+                     token for the gateway's audience. Run once at start-up:
+                       the gateway: %[3]s
+                         %[4]s
+                       Eureka directly: 401, the token is no credential of Eureka's
+                       Eureka never listed it. kubectl -n %[1]s get events
+`, rogueNamespace, roguePod, r.reason, wrap(r.note, 70, "                         "))
+}
+
+// wrap breaks s into lines of at most width characters, each but the
+// first indented.
+func wrap(s string, width int, indent string) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > width {
+			lines = append(lines, line)
+			line = w
+			continue
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	lines = append(lines, line)
+	return strings.Join(lines, "\n"+indent)
 }
 
 // waitSettled waits until Eureka lists exactly the sample's ready pods and
@@ -325,8 +444,9 @@ func syncerSettled(ctx context.Context, c *cluster.Cluster, app cluster.App) err
 // servers in place of the sample's.
 const sampleImport = "manifests/samples/eurekaimport.yaml"
 
-// deployImport creates the sample's EurekaImport, naming the node's Eureka
-// servers as the sample syncer does.
+// deployImport creates the sample's EurekaImport, naming the gateway as
+// the sample syncer does: it reads through it, as Eureka answers nobody
+// else.
 func deployImport(ctx context.Context, c *cluster.Cluster, root string) (*v1alpha1.EurekaImport, error) {
 	data, err := os.ReadFile(filepath.Join(root, sampleImport))
 	if err != nil {
@@ -336,7 +456,7 @@ func deployImport(ctx context.Context, c *cluster.Cluster, root string) (*v1alph
 	if err := yaml.UnmarshalStrict(data, imp); err != nil {
 		return nil, fmt.Errorf("%s: %w", sampleImport, err)
 	}
-	imp.Spec.Eureka.ServiceURLs = c.Peers.URLs()
+	imp.Spec.Eureka.ServiceURLs = []string{cluster.GatewayURL}
 	if err := c.Node.Client.Create(ctx, imp); err != nil {
 		return nil, fmt.Errorf("create EurekaImport %s/%s: %w", imp.Namespace, imp.Name, err)
 	}
@@ -624,7 +744,8 @@ func callerCounts(st harness.SpringStats) string {
 	return line
 }
 
-func printWelcome(c *cluster.Cluster, kubeconfig string, spring *harness.SpringClient, imp *v1alpha1.EurekaImport, to callee, callerStats string, first harness.SpringStats, tenancy string, took time.Duration) {
+func printWelcome(c *cluster.Cluster, kubeconfig, gatewayURL string, auth *harness.EurekaAuth, spring *harness.SpringClient, springStats *harness.SpringStats,
+	imp *v1alpha1.EurekaImport, to callee, callerStats string, first harness.SpringStats, rogue, tenancy string, took time.Duration) {
 	eureka := "http://" + c.Peers.Servers[0].Addr()
 	var others []string
 	for _, p := range c.Peers.Servers[1:] {
@@ -633,15 +754,24 @@ func printWelcome(c *cluster.Cluster, kubeconfig string, spring *harness.SpringC
 	// The node's own kubectl comes first on PATH, so the commands below
 	// work on a machine without one.
 	fmt.Printf(`
-Eurekube sandbox is up (%s).
+Eurekube sandbox is up (%[1]s).
 
-  kubectl            export KUBECONFIG=%s PATH=%s:$PATH
+  kubectl            export KUBECONFIG=%[2]s PATH=%[3]s:$PATH
                      kubectl -n shop get esync,deploy,pods
-  Eureka dashboard   %s/   (peers replicating to it: %s)
-  Eureka registry    curl -s -H 'Accept: application/json' %s/eureka/apps/ORDERS
-`, took.Round(time.Second), kubeconfig, filepath.Dir(c.Node.Kubectl()), eureka, strings.Join(others, " "), eureka)
+  Gateway            %[4]s   (Service %[5]s.%[6]s, enforcing)
+                     a write goes through for its writer's apps only: the pods' with their
+                     projected tokens, the manager's with its own, vm-1's with the credentials
+                     of Secret %[7]s; every verdict is logged:
+                     kubectl -n %[6]s logs deploy/%[5]s | grep '"verdict"'
+  Eureka registry    curl -s -H 'Accept: application/json' %[4]s/apps/ORDERS
+  Eureka dashboard   %[8]s/   (peers replicating to it: %[9]s)
+                     user %[10]s, password %[11]s: Eureka takes nothing without them,
+                     and only the gateway holds them (Secret %[12]s)
+`, took.Round(time.Second), kubeconfig, filepath.Dir(c.Node.Kubectl()), gatewayURL, cluster.GatewayService, cluster.ManagerNamespace, vmSecret,
+		eureka, strings.Join(others, " "), auth.Username, auth.Password, cluster.GatewayEurekaSecret)
 	if spring != nil {
-		fmt.Printf("  Spring client      curl -s %s   (calls http://orders/ by name every 100 ms)\n", spring.StatsURL())
+		fmt.Printf("  Spring client      curl -s %s   (reads the registry through the gateway, calls http://orders/\n"+
+			"                     by name every 100 ms; %s)\n", spring.StatsURL(), springCounts(springStats))
 	}
 	svc := imp.Status.ServiceName
 	how := "by name: the cluster's DNS, then kube-proxy"
@@ -654,6 +784,7 @@ Eurekube sandbox is up (%s).
                      kubectl -n %[4]s run call --rm -i --restart=Never --image=%[5]s --image-pull-policy=Never -- hook %[2]s
                        one call from a new pod: it exits 0 once answered (2xx), else says why
 `, callerStats, to.url, how, imp.Namespace, c.Node.Image("testapp"), callerCounts(first))
+	fmt.Print(rogue)
 	fmt.Printf(`
   Try                kubectl -n shop rollout restart deploy/orders   (the client's "failed" stays 0)
                      kubectl -n shop scale deploy/orders --replicas 5
@@ -662,7 +793,7 @@ Eurekube sandbox is up (%s).
                      kubectl -n shop get esync counts it, CALLS-TO says where calls go.
                      kubectl -n shop patch esync orders --type merge -p '{"spec":{"traffic":"Standby"}}'
                        the pods stay registered, OUT_OF_SERVICE: calls go to vm-1 only (the
-                       client's byInstance stops counting pods once its caches expire, ~95 s)
+                       client's byInstance stops counting pods once its caches expire, ~100 s)
                      kubectl -n shop patch esync orders --type merge -p '{"spec":{"traffic":"Serve"}}'
                        the pods take their share again; Standby again is the rollback
 
@@ -678,10 +809,23 @@ Eurekube sandbox is up (%s).
 %[5]s  Logs               %[1]s   (pods: kubectl -n shop logs)
 
 The Eureka servers run with production timings: their responses are cached
-for up to 30 s, and old pods keep serving for 100 s after they leave Eureka.
+for up to 30 s (and the gateway's copy of a polled read for 5 s), and old pods
+keep serving for 100 s after they leave Eureka.
 
 Press Ctrl-C to stop everything.
 `, c.LogDir, imp.Name, imp.Status.ServiceName, imp.Namespace, tenancy)
+}
+
+// springCounts is the welcome's note of the Spring client's counts so far.
+func springCounts(st *harness.SpringStats) string {
+	if st == nil {
+		return "no counts"
+	}
+	line := fmt.Sprintf("so far %d calls, failed %d", st.OK+st.Failed, st.Failed)
+	if st.Failed > 0 {
+		line += " (the last: " + st.LastError + ")"
+	}
+	return line
 }
 
 // reportHost compares the host after the node's teardown with the host

@@ -13,16 +13,22 @@ import (
 )
 
 // The sandbox shows the product: tenancy as a user's install has it, no
-// share-every-app policy, so ORDERS belongs to its first registrant.
-func TestSandboxOptions_InstallsNoShareEveryAppPolicy(t *testing.T) {
-	if o := sandboxOptions(node.Options{LogDir: t.TempDir()}, 8761); !o.FirstClaim {
+// share-every-app policy, so an app belongs to the policy that names it,
+// else to its first registrant; and Eureka locked behind the gateway,
+// enforcing.
+func TestSandboxOptions_InstallsNoShareEveryAppPolicyAndEnforcesTheGateway(t *testing.T) {
+	o := sandboxOptions(node.Options{LogDir: t.TempDir()}, 8761)
+	if !o.FirstClaim {
 		t.Errorf("the sandbox's cluster options %+v share every app with every namespace (harness.ShareEveryApp); want FirstClaim", o)
+	}
+	if !o.Gateway || o.EurekaAuth == nil || o.EurekaAuth.Password == "" || strings.Contains(o.EurekaAuth.Password, ":") {
+		t.Errorf("the sandbox's cluster options %+v do not lock Eureka behind the gateway with a password Spring sends", o)
 	}
 }
 
-func TestTenancyWelcome_ShowsTheClaimAndWhatAnotherNamespaceSees(t *testing.T) {
+func TestTenancyWelcome_ShowsThePolicyAndWhatAnotherNamespaceSees(t *testing.T) {
 	got := tenancyWelcome("ORDERS", "shop")
-	for _, want := range []string{"No EurekaAppPolicy is installed", "ORDERS belongs to namespace shop", "kubectl get eac", "PERMITTED", "False"} {
+	for _, want := range []string{"EurekaAppPolicy orders grants ORDERS to namespace shop", "Secret orders-vm", "kubectl get eap orders", "PERMITTED", "False", "kubectl get eac"} {
 		if !strings.Contains(strings.Join(strings.Fields(got), " "), want) {
 			t.Errorf("the welcome's tenancy part does not say %q:\n%s", want, got)
 		}
@@ -51,6 +57,24 @@ func TestWaitFirstCalls_TheWelcomeShowsTheCallersCounts(t *testing.T) {
 	failed := callerCounts(harness.SpringStats{OK: 9, Failed: 1, LastError: "dial tcp 10.96.0.20:80: connect: connection refused"})
 	if !strings.Contains(failed, "failed 1") || !strings.Contains(failed, "connection refused") {
 		t.Errorf("the welcome's counts %q hide a failed call", failed)
+	}
+}
+
+// The welcome says what the gateway answered the rogue pod, its reason
+// and message whole.
+func TestGatewayWelcome_ShowsTheRoguePodsVerdict(t *testing.T) {
+	note := "Eureka register of app ORDERS instance orders-impostor.rogue.1a2b3c4d:orders:8080 refused by Eurekube's gateway (AppNotGranted): Eureka app ORDERS is governed by EurekaAppPolicy orders, which does not grant it to namespace rogue"
+	got := gatewayWelcome(rogueResult{reason: "EurekaWriteRefused", note: note})
+	flat := strings.Join(strings.Fields(got), " ")
+	for _, want := range []string{"rogue/orders-impostor", "EurekaWriteRefused", note, "401", "never listed it"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("the welcome's rogue part does not say %q:\n%s", want, got)
+		}
+	}
+	for line := range strings.SplitSeq(got, "\n") {
+		if len(line) > 100 {
+			t.Errorf("a line of %d characters: %q", len(line), line)
+		}
 	}
 }
 
