@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -241,7 +243,7 @@ func measurePollers(ctx context.Context, o GatewayOptions, cp *harness.ControlPl
 // runPollers starts Pollers clients, each with its own connection, as a
 // Spring Cloud Eureka client fetches the registry: the full registry once,
 // then the delta every PollInterval, the clients' schedules spread evenly
-// over the interval. After one interval (every client past its full
+// over the interval. After two intervals (every client past its full
 // fetch) it counts the clients' requests and those the proxy passed to
 // Eureka for PollWindow.
 func runPollers(ctx context.Context, s GatewaySizes, base, auth string, proxy *CountingProxy) (pollerRun, error) {
@@ -288,7 +290,9 @@ func runPollers(ctx context.Context, s GatewaySizes, base, auth string, proxy *C
 	snapshot := func() (Counts, int64) {
 		return Counts{KindFetchFull: full.Load(), KindFetchDelta: delta.Load()}, failed.Load()
 	}
-	if err := sleepCtx(ctx, s.PollInterval+s.PollInterval/10); err != nil {
+	// Two intervals: every client's full fetch is answered, and any
+	// client the start of a thousand connections held back has caught up.
+	if err := sleepCtx(ctx, 2*s.PollInterval); err != nil {
 		return pollerRun{}, err
 	}
 	sent0, failed0 := snapshot()
@@ -326,27 +330,29 @@ func addPollerFigure(r *Results, s GatewaySizes, p gatewayPolls) {
 	perMin := func(n int64, window time.Duration) float64 { return float64(n) / window.Minutes() }
 	// The distinct reads the clients sent in the window: each kind is one
 	// request (same path, JSON, gzip), one copy in the gateway.
-	distinct := 0
-	for _, n := range through.sent {
-		if n > 0 {
-			distinct++
+	var reads []string
+	for _, k := range []struct{ kind, read string }{{KindFetchFull, "GET /apps"}, {KindFetchDelta, "GET /apps/delta"}} {
+		if through.sent[k.kind] > 0 {
+			reads = append(reads, k.read)
 		}
 	}
+	distinct := len(reads)
 	scale := float64(springFetchInterval) / float64(s.PollInterval)
 	ttl := gateway.DefaultReadTTL
 	directPerMin := perMin(direct.eureka.Total(), direct.window)
+	clients := addThousands(strconv.Itoa(s.Pollers))
 	r.Add(Figure{
 		ID: "gateway.polls.eureka_reads_per_min", Section: SectionGateway,
-		Name:  fmt.Sprintf("Eureka requests per minute, %s clients polling through one gateway", formatValue(float64(s.Pollers))),
+		Name:  fmt.Sprintf("Eureka requests per minute, %s clients polling through one gateway", clients),
 		Value: perMin(through.eureka.Total(), through.window), Unit: "req/min",
 		Target: Max(float64(distinct) * float64(time.Minute) / float64(ttl)),
-		Anchor: fmt.Sprintf("the same clients directly: %s req/min at Spring's 30 s (%s clients × 2/min; %s req/min on the wire at their %s interval); through the gateway they sent %s req/min (%s at 30 s), every one answered from its copy; %d distinct read(s) (the delta, JSON, gzip) at the %s read TTL; %d failed",
-			formatValue(directPerMin/scale), formatValue(float64(s.Pollers)), formatValue(directPerMin), s.PollInterval,
-			formatValue(perMin(through.sent.Total(), through.window)), formatValue(perMin(through.sent.Total(), through.window)/scale), distinct, ttl, through.failed+direct.failed),
+		Anchor: fmt.Sprintf("the same clients directly: %s req/min at Spring's 30 s (%s clients × 2/min; %s req/min on the wire at their %s interval); through the gateway they sent %s req/min (%s at 30 s), every one answered from its copy; %d distinct read(s) (%s, JSON, gzip) at the %s read TTL; %d failed",
+			formatValue(directPerMin/scale), clients, formatValue(directPerMin), s.PollInterval,
+			formatValue(perMin(through.sent.Total(), through.window)), formatValue(perMin(through.sent.Total(), through.window)/scale), distinct, strings.Join(reads, ", "), ttl, through.failed+direct.failed),
 		IfMissed: "the gateway fetches a read again only once its copy is a read TTL old, and once for every client asking meanwhile (singleflight)",
 		Method: fmt.Sprintf("%s clients in the bench's process, each with its own connection, fetch as a Spring Cloud Eureka client does: the full registry (GET /apps) once, then the delta (GET /apps/delta, JSON, gzip) every interval, their schedules spread evenly over it. "+
-			"Spring's 30 s interval is scaled down to %s (%s × the requests); after one interval (every full fetch done) the requests that reach the Eureka server are counted on the wire, by a counting proxy in front of it, for %s: first with the clients reading through a gateway (`manager gateway`, default read TTL %s) whose Eureka URL is the proxy, then with the same clients reading through the proxy directly. "+
+			"Spring's 30 s interval is scaled down to %s (%s × the requests); after two intervals (every full fetch done) the requests that reach the Eureka server are counted on the wire, by a counting proxy in front of it, for %s: first with the clients reading through a gateway (`manager gateway`, default read TTL %s) whose Eureka URL is the proxy, then with the same clients reading through the proxy directly. "+
 			"The direct count is scaled back to Spring's 30 s (÷ %s); the gateway's is not: it is bound by the read TTL, one fetch per distinct read per TTL as long as some client asks within each TTL, which %s clients do at 30 s too (%s requests a second), so it is the same per minute at either interval. Target: the distinct reads ÷ the read TTL, per gateway replica.",
-			formatValue(float64(s.Pollers)), s.PollInterval, formatValue(scale), s.PollWindow, ttl, formatValue(scale), formatValue(float64(s.Pollers)), formatValue(float64(s.Pollers)/springFetchInterval.Seconds())),
+			clients, s.PollInterval, formatValue(scale), s.PollWindow, ttl, formatValue(scale), clients, formatValue(float64(s.Pollers)/springFetchInterval.Seconds())),
 	})
 }
