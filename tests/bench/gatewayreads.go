@@ -188,7 +188,7 @@ func addReadsPerCoreFigures(r *Results, s GatewaySizes, rd readsPerCore) {
 			IfMissed: "the gateway answers from its copy: what it spends per read is Go's HTTP server writing a body it already holds",
 		}
 		if first {
-			f.Method = fmt.Sprintf("%d clients ask the same read over and over (each its next request when the last is answered; JSON, gzip, as Spring asks; the answer read as it comes, compressed) from Eureka directly and from the gateway, each for %s after a %s warm-up, in %d rounds that swap which comes first, on a registry of %d instances. "+
+			f.Method = fmt.Sprintf("%d clients ask the same read over and over (each its next request when the last is answered; JSON, gzip, as Spring asks; the answer read as it comes, compressed) from Eureka directly and from the gateway, each for %s after a %s warm-up, in %d rounds that swap which comes first, on a registry of %d instances (filled just before: Eureka's delta holds every change of the last 3 minutes, so here it is about as large as the full registry). "+
 				"Reads per CPU-second = the reads answered ÷ the user+system CPU time of the server's process over the same time, from /proc/PID/stat: the gateway's process (`manager gateway`), answering from its shared copy and fetching it from Eureka once per read TTL (%s; the JVM's CPU for those fetches is not counted), and the Eureka server's JVM, answering from its read-only response cache. "+
 				"The clients run in the bench's own process, whose CPU is counted for neither.",
 				s.ReadClients, s.ReadDuration, s.ReadWarmup, s.ReadRounds, s.Instances, gateway.DefaultReadTTL)
