@@ -32,7 +32,11 @@ const (
 const (
 	DefaultAudience = "eurekube-gateway"
 	DefaultReadTTL  = 5 * time.Second
-	DefaultTokenTTL = 30 * time.Second
+	// DefaultTokenTTL covers four of a registrar's 30 s heartbeats: one
+	// TokenReview per pod per two minutes (a thousand pods: about eight a
+	// second), and a deleted pod's token is refused within two minutes
+	// (its registration at once: the pod is read live).
+	DefaultTokenTTL = 2 * time.Minute
 	// DefaultStaleFor is how long an identity verified last this long ago
 	// keeps heartbeating while TokenReview cannot be reached.
 	DefaultStaleFor = 15 * time.Minute
@@ -129,9 +133,10 @@ func New(opts Options) (*Gateway, error) {
 			// ownership rule); claims are earned where pods are admitted.
 			checker: ownership.Checker{Reader: opts.Cache, Indexed: opts.IndexedSyncers},
 		},
-		reads: &reads{eureka: opts.Eureka, ttl: opts.ReadTTL, now: opts.Now},
-		audit: &auditor{log: opts.Log, events: opts.Events, now: opts.Now},
-		log:   opts.Log,
+		reads:   &reads{eureka: opts.Eureka, ttl: opts.ReadTTL, now: opts.Now},
+		audit:   &auditor{log: opts.Log, events: opts.Events, now: opts.Now},
+		log:     opts.Log,
+		manager: opts.ManagerServiceAccount,
 	}, nil
 }
 

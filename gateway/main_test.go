@@ -267,15 +267,21 @@ func newPodAt(t testing.TB, ns, name, ip string) testPod {
 
 func newPodWith(t testing.TB, ns, name, ip string, annotations map[string]string) testPod {
 	t.Helper()
+	return newPodAs(t, ns, name, "app", ip, annotations)
+}
+
+// newPodAs creates a pod of ServiceAccount sa.
+func newPodAs(t testing.TB, ns, name, saName, ip string, annotations map[string]string) testPod {
+	t.Helper()
 	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: saName}}
 	if err := k8s.Create(ctx, sa); err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatal(err)
 	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
 		Spec: corev1.PodSpec{
-			ServiceAccountName:           "app",
+			ServiceAccountName:           saName,
 			AutomountServiceAccountToken: ptr.To(false),
 			Containers:                   []corev1.Container{{Name: "app", Image: "example.com/app:1"}},
 		},

@@ -337,3 +337,32 @@ func TestTokenReviewDown_VerifiedIdentitiesKeepTheirLeases(t *testing.T) {
 	want(t, "p registers again during the outage", do(t, call{method: http.MethodPost, url: g.eurekaURL() + "/apps/" + strings.ToUpper(app), body: pb.json(), contentType: "application/json", auth: pt}), http.StatusServiceUnavailable, gateway.ReasonReviewDown)
 	want(t, "p cancels during the outage", do(t, call{method: http.MethodDelete, url: g.eurekaURL() + "/apps/" + strings.ToUpper(app) + "/" + pb.id, auth: pt}), http.StatusOK, "")
 }
+
+// The manager's pods write what the reconciler keeps, for any app: a
+// Standby override on another namespace's instance, its removal, a cancel.
+// Another ServiceAccount of the manager's namespace is not the manager.
+func TestManager_WritesWhatTheReconcilerKeeps(t *testing.T) {
+	needsServers(t)
+	system := newNamespace(t)
+	g := startGateway(t, gwOptions{manager: system + "/eurekube-manager"})
+	ns := newNamespace(t)
+	app := newApp("reconciled")
+	grant(t, []string{app}, []string{ns}, nil)
+	p := newPod(t, ns, "reconciled", nil)
+	b := instanceBody{app: app, id: p.instanceID(app, 8080), host: p.ip(), ip: p.ip(), port: 8080}
+	base := g.eurekaURL() + "/apps/" + strings.ToUpper(app)
+	want(t, "the pod registers", do(t, call{method: http.MethodPost, url: base, body: b.json(), contentType: "application/json", auth: bearer(p.token(t, gateway.DefaultAudience))}), http.StatusNoContent, "")
+	mgr := newPodAs(t, system, "eurekube-manager-1", "eurekube-manager", "10.245.0.1", nil)
+	mt := bearer(mgr.token(t, gateway.DefaultAudience))
+	want(t, "the manager holds it Standby", do(t, call{method: http.MethodPut, url: base + "/" + b.id + "/status?value=OUT_OF_SERVICE", auth: mt}), http.StatusOK, "")
+	if !strings.Contains(listed(t, strings.ToUpper(app), b.id), `"status":"OUT_OF_SERVICE"`) {
+		t.Fatalf("the manager's override did not reach Eureka")
+	}
+	other := newPodAs(t, system, "not-the-manager", "other", "10.245.0.2", nil)
+	want(t, "another ServiceAccount of its namespace", do(t, call{method: http.MethodDelete, url: base + "/" + b.id + "/status", auth: bearer(other.token(t, gateway.DefaultAudience))}), http.StatusForbidden, ownership.ReasonNotGranted)
+	want(t, "the manager removes the override", do(t, call{method: http.MethodDelete, url: base + "/" + b.id + "/status?value=UP", auth: mt}), http.StatusOK, "")
+	want(t, "the manager cancels an orphan", do(t, call{method: http.MethodDelete, url: base + "/" + b.id, auth: mt}), http.StatusOK, "")
+	if !strings.Contains(g.log(), `"who":"Eurekube's manager (pod `+system+`/eurekube-manager-1)"`) {
+		t.Fatalf("no audit line naming the manager")
+	}
+}
