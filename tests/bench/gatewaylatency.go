@@ -330,11 +330,20 @@ func addLatencyFigures(r *Results, s GatewaySizes, lat gatewayLatency) {
 				target float64
 			}{{50, "p50", 2}, {99, "p99", 10}} {
 				gw, d := lat.samples[who.path][op.op].Percentile(q.p), direct[op.op].Percentile(q.p)
+				target := q.target
+				anchor := fmt.Sprintf("direct %s %s ms, through the gateway %s ms; %d samples each", q.name, formatValue(ms(d)), formatValue(ms(gw)), len(direct[op.op]))
+				if who.path == pathPod && op.op == opRegister {
+					// The design reads the pod live at each registration:
+					// that GET, measured in the same run, is the floor.
+					get := ms(lat.podGets.Percentile(q.p))
+					target += get
+					anchor += fmt.Sprintf("; target %s ms + the live pod GET's %s, %s ms", formatValue(q.target), q.name, formatValue(get))
+				}
 				f := Figure{
 					ID: fmt.Sprintf("gateway.%s.%s.%s_added", who.path, op.op, q.name), Section: SectionGateway,
 					Name:  fmt.Sprintf("%s as %s, %s added", op.name, as, q.name),
-					Value: ms(gw) - ms(d), Unit: "ms", Target: Max(q.target),
-					Anchor: fmt.Sprintf("direct %s %s ms, through the gateway %s ms; %d samples each", q.name, formatValue(ms(d)), formatValue(ms(gw)), len(direct[op.op])),
+					Value: ms(gw) - ms(d), Unit: "ms", Target: Max(target),
+					Anchor: anchor,
 				}
 				if first {
 					f.Method, first = method, false
