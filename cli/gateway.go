@@ -60,7 +60,7 @@ func readGateway(ctx context.Context, c client.Reader, namespace, name string) (
 	}
 	containers := d.Spec.Template.Spec.Containers
 	if len(containers) == 0 {
-		return &gatewayDeployment{deployment: &d, invalid: fmt.Errorf("Deployment %s/%s has no container", namespace, name)}, nil
+		return &gatewayDeployment{deployment: &d, invalid: fmt.Errorf("the Deployment %s/%s has no container", namespace, name)}, nil
 	}
 	ctr := containers[0]
 	for _, c := range containers {

@@ -265,11 +265,11 @@ var _ manager.Runnable = (*gatewayServer)(nil)
 func readCAPool(path string) (*x509.CertPool, error) {
 	pem, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("Eureka CA bundle: %w", err)
+		return nil, fmt.Errorf("the Eureka CA bundle: %w", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("Eureka CA bundle %s: no PEM certificate in it", path)
+		return nil, fmt.Errorf("the Eureka CA bundle %s: no PEM certificate in it", path)
 	}
 	return pool, nil
 }
