@@ -35,14 +35,14 @@ import (
 // their pods' projected tokens (the webhook mounts them, as the manager's
 // --eureka-url names the gateway), the manager with its own token, a VM
 // with the credentials of a Secret an EurekaAppPolicy binds to its app. A
-// real Spring client reads through the gateway and calls PAYMENTS by name
+// real Spring client reads through the gateway and calls WALLET by name
 // the whole time, and none of its calls fails once one has succeeded:
 //
 //  1. a rogue pod of a namespace that never opted in, running a copy of the
-//     registrar's image as PAYMENTS with its own valid token for the
+//     registrar's image as WALLET with its own valid token for the
 //     gateway's audience, is refused (the gateway's Event on the pod names
 //     the ownership rule), and at Eureka directly gets 401;
-//  2. a VM with PAYMENTS's credentials registers and is called; a VM with
+//  2. a VM with WALLET's credentials registers and is called; a VM with
 //     another app's credentials is refused;
 //  3. a rollout, then a Standby → Serve cut-over (the manager's status
 //     overrides through the gateway);
@@ -81,11 +81,11 @@ func TestGateway_EnforcingInFrontOfLockedEureka_NoCallFails(t *testing.T) {
 }
 
 const (
-	gwNamespace    = "gw-payments"
-	gwApp          = "payments"
+	gwNamespace    = "gw-wallet"
+	gwApp          = "wallet"
 	gwRogueNS      = "gw-rogue"
-	gwRoguePod     = "payments-impostor"
-	gwVMSecret     = "payments-vm"
+	gwRoguePod     = "wallet-impostor"
+	gwVMSecret     = "wallet-vm"
 	gwOtherSecret  = "invoices-vm"
 	gwOtherApp     = "INVOICES"
 	gwReadTTL      = time.Second
@@ -218,14 +218,14 @@ func (g *gatewayStory) roguePod(t *testing.T) {
 	t.Logf("the Spring client meanwhile: %d calls, %d failed", d.OK+d.Failed, d.Failed)
 }
 
-// vms: a VM writes PAYMENTS with PAYMENTS's credentials, never with
+// vms: a VM writes WALLET with WALLET's credentials, never with
 // another app's.
 func (g *gatewayStory) vms(t *testing.T) {
 	ctx := context.Background()
 	parent := g.t
 	pw, other := password(t), password(t)
 	for _, s := range []struct{ name, user, password, app string }{
-		{gwVMSecret, "payments-vm", pw, strings.ToUpper(gwApp)}, {gwOtherSecret, "invoices-vm", other, gwOtherApp},
+		{gwVMSecret, "wallet-vm", pw, strings.ToUpper(gwApp)}, {gwOtherSecret, "invoices-vm", other, gwOtherApp},
 	} {
 		if err := c.ClientSecret(ctx, s.name, s.user, s.password); err != nil {
 			t.Fatal(err)
@@ -243,7 +243,7 @@ func (g *gatewayStory) vms(t *testing.T) {
 	before := g.sc.StatsT(t)
 	began := time.Now()
 	vm1, err := harness.StartSpringVM(ctx, harness.SpringVMOptions{
-		EurekaURL: cluster.WithCredentials(g.hostURL, "payments-vm", pw), App: gwApp, Name: "vm-1", Host: node.NodeIP, LogDir: g.dir,
+		EurekaURL: cluster.WithCredentials(g.hostURL, "wallet-vm", pw), App: gwApp, Name: "vm-1", Host: node.NodeIP, LogDir: g.dir,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func (g *gatewayStory) vms(t *testing.T) {
 		return nil
 	})
 	waitAnswered(t, g.sc, before, []string{"vm-1"})
-	t.Logf("vm-1, with PAYMENTS's credentials in its Eureka URL, registered and was called %s after it started", time.Since(began).Round(time.Second))
+	t.Logf("vm-1, with WALLET's credentials in its Eureka URL, registered and was called %s after it started", time.Since(began).Round(time.Second))
 
 	vm2, err := harness.StartSpringVM(ctx, harness.SpringVMOptions{
 		EurekaURL: cluster.WithCredentials(g.hostURL, "invoices-vm", other), App: gwApp, Name: "vm-2", Host: node.NodeIP, LogDir: g.dir,
@@ -274,8 +274,8 @@ func (g *gatewayStory) vms(t *testing.T) {
 	g.sentinel.forbid("vm-2 (port "+port+")", func(in harness.SpringInstance) bool {
 		return in.IPAddr == node.NodeIP && fmt.Sprint(in.Port["$"]) == port
 	})
-	line := waitGatewayLog(t, "the gateway refusing vm-2, a client of Secret "+gwOtherSecret+", for PAYMENTS",
-		`"reason":"AppNotBoundToClient"`, `"who":"client of Secret `+gwOtherSecret+`"`, `"app":"PAYMENTS"`, `"verdict":"refused"`)
+	line := waitGatewayLog(t, "the gateway refusing vm-2, a client of Secret "+gwOtherSecret+", for WALLET",
+		`"reason":"AppNotBoundToClient"`, `"who":"client of Secret `+gwOtherSecret+`"`, `"app":"WALLET"`, `"verdict":"refused"`)
 	t.Logf("vm-2, with INVOICES's credentials: %s", line)
 	g.sentinel.waitReads(t, 3)
 	d := g.sc.StatsT(t).Since(before)
@@ -365,7 +365,7 @@ func (g *gatewayStory) replicaKilled(t *testing.T) {
 }
 
 // startGatewayClient starts the Spring client reading the registry through
-// the gateway, calling PAYMENTS by name; its log stays in dir.
+// the gateway, calling WALLET by name; its log stays in dir.
 func startGatewayClient(t *testing.T, gatewayURL, dir string) *harness.SpringClient {
 	t.Helper()
 	sc, err := harness.StartSpringClient(context.Background(), harness.SpringClientOptions{

@@ -68,12 +68,13 @@ func TestInstall_FromManifestsDefault(t *testing.T) {
 			t.Errorf("webhook %s is not reached through a Service: %+v", w.Name, w.ClientConfig)
 		}
 	}
-	var managers corev1.PodList
-	if err := c.Node.Client.List(ctx, &managers, client.InNamespace(cluster.ManagerNamespace)); err != nil {
+	// The manager's pods alone: the gateway's run the same image.
+	managers, err := c.ManagerPods(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ready := 0
-	for _, p := range managers.Items {
+	for _, p := range managers {
 		if p.Spec.Containers[0].Image == c.Node.Image("manager") && slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
 			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
 		}) {
