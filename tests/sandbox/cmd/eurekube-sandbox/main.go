@@ -362,7 +362,7 @@ func runRogue(ctx context.Context, c *cluster.Cluster, app string) (rogueResult,
 			return r, err
 		}
 		if listed {
-			return r, fmt.Errorf("Eureka peer %d lists the rogue pod's instance %s", i+1, id)
+			return r, fmt.Errorf("the Eureka peer %d lists the rogue pod's instance %s", i+1, id)
 		}
 	}
 	return r, nil
