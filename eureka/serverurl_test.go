@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sirupsen/logrus"
 
@@ -102,12 +103,29 @@ func crdAndGoAgree(t *testing.T, raw string) {
 		if strings.Contains(raw, "@") {
 			named = "serviceURL " + eureka.ErrQueryOrFragmentInURL.Error()
 		}
-		// The CRD's message is JSON: bytes that are not UTF-8 come back
-		// as U+FFFD.
-		if named = strings.ToValidUTF8(named, "\uFFFD"); !strings.Contains(crdErr.Error(), named) {
+		// The CRD's message is JSON: each byte that is not UTF-8 comes
+		// back as one U+FFFD (strings.ToValidUTF8 would make a run of them
+		// one, which the fuzzer found with "\xf2\xf2").
+		if named = perByteValidUTF8(named); !strings.Contains(crdErr.Error(), named) {
 			t.Fatalf("serviceURL %q: the CRD says %v, want %q", raw, crdErr, named)
 		}
 	}
+}
+
+// perByteValidUTF8 is s with each byte that is not part of valid UTF-8
+// replaced by U+FFFD, as Go's encoding/json writes it.
+func perByteValidUTF8(s string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		r, size := utf8.DecodeRuneInString(s)
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[:size])
+		}
+		s = s[size:]
+	}
+	return b.String()
 }
 
 // Redact hides the password of a URL wherever it stands in text: the
