@@ -78,6 +78,19 @@ func main() {
 	if err := os.Setenv(runEnv, strconv.Itoa(os.Getpid())); err != nil {
 		fail(start, err)
 	}
+	accounting := ""
+	if !*fuzzOnly {
+		path := filepath.Join(*logs, "process-accounting")
+		err := os.MkdirAll(*logs, 0o755)
+		if err == nil {
+			err = startAcct(path)
+		}
+		if err != nil {
+			fmt.Printf("testrun: no CPU by command (process accounting needs root): %v\n", err)
+		} else {
+			accounting = path
+		}
+	}
 
 	ctx, interrupt := context.WithCancelCause(context.Background())
 	signals := make(chan os.Signal, 1)
@@ -103,6 +116,10 @@ func main() {
 	}
 	cleanUp(*grace)
 	book.report(start)
+	if accounting != "" {
+		stopAcct()
+		reportAcct(accounting)
+	}
 	if err != nil {
 		fail(start, err)
 	}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+)
+
+func TestCompT(t *testing.T) {
+	for _, c := range []struct {
+		v    uint16
+		want time.Duration
+	}{
+		{0, 0},
+		{100, time.Second},
+		{0x1fff, 81910 * time.Millisecond},
+		{1<<13 | 1000, 80 * time.Second}, // 1000 << 3 ticks
+	} {
+		if got := compT(c.v); got != c.want {
+			t.Errorf("compT(%#x) = %v, want %v", c.v, got, c.want)
+		}
+	}
+}
+
+func record(pid, ppid uint32, ticks uint16, comm string) []byte {
+	b := make([]byte, acctRecordSize)
+	b[1] = 3
+	binary.LittleEndian.PutUint32(b[16:], pid)
+	binary.LittleEndian.PutUint32(b[20:], ppid)
+	binary.LittleEndian.PutUint16(b[32:], ticks)
+	binary.LittleEndian.PutUint16(b[34:], ticks)
+	copy(b[48:], comm)
+	return b
+}
+
+// The split counts only what descends from testrun, a reparented orphan
+// included, and adds the Go toolchain's parts up under one owner.
+func TestAcctSplit(t *testing.T) {
+	var file bytes.Buffer
+	for _, r := range [][]byte{
+		record(20, 10, 100, "compile"),  // go (10) ← testrun (1000)
+		record(21, 10, 300, "link"),     //
+		record(30, 1000, 200, "java"),   // an orphan reparented to testrun
+		record(40, 1, 900, "unrelated"), // not ours
+		record(10, 1000, 50, "go"),
+		record(1000, 1, 5, "testrun"),
+	} {
+		file.Write(r)
+	}
+	records, err := readAcct(&file)
+	if err != nil || len(records) != 6 {
+		t.Fatalf("readAcct: %d records, %v", len(records), err)
+	}
+	owners, total := acctSplit(records, 1000)
+	if want := 2 * (100 + 300 + 200 + 50) * 10 * time.Millisecond; total != want {
+		t.Errorf("total %v, want %v", total, want)
+	}
+	if len(owners) != 2 || owners[0].owner != acctOwner("go") || owners[0].processes != 3 || owners[1].owner != acctOwner("java") {
+		t.Errorf("owners %+v", owners)
+	}
+}
