@@ -86,14 +86,15 @@ func readAcct(r io.Reader) ([]acctRecord, error) {
 }
 
 // acctOwner is the name under which a command's CPU is added up: test
-// binaries by their package, the Go toolchain's parts together, each other
-// command by its name.
+// binaries by their package, the Go toolchain's parts each by its name
+// (compile, link and vet are the ones a change of flags moves), the C
+// toolchain's together, each other command by its name.
 func acctOwner(comm string) string {
 	switch {
 	case strings.HasSuffix(comm, ".test"):
 		return comm + " (a test binary)"
 	case slices.Contains([]string{"go", "compile", "link", "asm", "cgo", "vet", "buildid", "cover", "pack"}, comm):
-		return "the Go toolchain (go, compile, link, vet, cgo)"
+		return "go toolchain: " + comm
 	case slices.Contains([]string{"gcc", "cc1", "as", "ld", "collect2", "cc"}, comm):
 		return "the C toolchain (cgo's gcc, for -race)"
 	case comm == "java":

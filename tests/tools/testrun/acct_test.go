@@ -35,15 +35,15 @@ func record(pid, ppid uint32, ticks uint16, comm string) []byte {
 }
 
 // The split counts only what descends from testrun, a reparented orphan
-// included, and adds the Go toolchain's parts up under one owner.
+// included, and adds the C toolchain's parts up under one owner.
 func TestAcctSplit(t *testing.T) {
 	var file bytes.Buffer
 	for _, r := range [][]byte{
-		record(20, 10, 100, "compile"),  // go (10) ← testrun (1000)
-		record(21, 10, 300, "link"),     //
+		record(20, 10, 100, "gcc"),      // go (10) ← testrun (1000)
+		record(21, 10, 300, "cc1"),      //
 		record(30, 1000, 200, "java"),   // an orphan reparented to testrun
 		record(40, 1, 900, "unrelated"), // not ours
-		record(10, 1000, 50, "go"),
+		record(10, 1000, 50, "as"),
 		record(1000, 1, 5, "testrun"),
 	} {
 		file.Write(r)
@@ -56,7 +56,7 @@ func TestAcctSplit(t *testing.T) {
 	if want := 2 * (100 + 300 + 200 + 50) * 10 * time.Millisecond; total != want {
 		t.Errorf("total %v, want %v", total, want)
 	}
-	if len(owners) != 2 || owners[0].owner != acctOwner("go") || owners[0].processes != 3 || owners[1].owner != acctOwner("java") {
+	if len(owners) != 2 || owners[0].owner != acctOwner("gcc") || owners[0].processes != 3 || owners[1].owner != acctOwner("java") {
 		t.Errorf("owners %+v", owners)
 	}
 }
