@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -91,10 +92,54 @@ func (a App) objects(image string, eurekaURLs []string) (*corev1.Namespace, *v1a
 	return ns, builders.Syncer(a.Namespace, a.Name, opts...), dep
 }
 
+// PodCPURequest is the CPU every container the suites run on the node
+// requests (the test app, a pod's caller, a mesh's proxy, the Spring Cloud
+// Kubernetes pod), with no limit. Without a request a container is
+// BestEffort: on the node's cgroup v1 it gets cpu.shares 2 against the
+// manager's 51 (50m), and a busy machine starved a test app's answers past a
+// caller's 3 s timeout. 10m gives an app's pod 15 shares with its
+// registrar's 5m, a third of a manager replica's.
+//
+// Why not more: the node's allocatable CPU is its 2 cores (no reserve), of
+// which the manager's and the gateway's two replicas request 200m (50m each).
+// Worst case, five stories run at once (storySlotsIdle in
+// e2e_helpers_test.go), about 8 pods each with a rollout's surge and its
+// draining pods, and 10 more still draining from stories just ended: 50
+// pods × (10m + the registrar's 5m) + 4 mesh proxies × 10m + 200m + a
+// gateway replica's surge (50m) = 1,040m of 2,000m. At 20m the same sum is
+// 1,580m, too close for pods not to go Pending. The flood tests' 600 pods
+// never run (faults_test.go keeps them off the node), so they take none.
+const PodCPURequest = "10m"
+
+// Memory requests: the test app's resident set is a few MiB; the Spring
+// Cloud Kubernetes pod's JVM runs with -Xmx256m.
+const (
+	podMemoryRequest = "16Mi"
+	jvmMemoryRequest = "320Mi"
+)
+
+// PodRequests are the requests of a test app's container (PodCPURequest).
+func PodRequests() corev1.ResourceRequirements {
+	return requests(podMemoryRequest)
+}
+
+// JVMPodRequests are the requests of a container running a JVM: the same
+// CPU as every other test container, memory for its heap.
+func JVMPodRequests() corev1.ResourceRequirements {
+	return requests(jvmMemoryRequest)
+}
+
+func requests(memory string) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(PodCPURequest),
+		corev1.ResourceMemory: resource.MustParse(memory),
+	}}
+}
+
 // testApp shapes the app's pods as the test app runs: its image answers
 // with the pod's name (POD_NAME) and is never pulled, it is ready once
 // /ready answers, runs as Pod Security "restricted" asks, with the app's
-// own preStop, and stops within 10 s of its SIGTERM.
+// own preStop, requests PodRequests, and stops within 10 s of its SIGTERM.
 func (a App) testApp(p *corev1.Pod) {
 	p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](10)
 	p.Spec.SecurityContext = &corev1.PodSecurityContext{
@@ -103,6 +148,7 @@ func (a App) testApp(p *corev1.Pod) {
 	}
 	c := &p.Spec.Containers[0]
 	c.ImagePullPolicy = corev1.PullNever
+	c.Resources = PodRequests()
 	c.Env = []corev1.EnvVar{{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{
 		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
 	if a.PreStop != nil {

@@ -314,6 +314,7 @@ func roguePod(o RogueOptions, appImage string) *corev1.Pod {
 				{Name: sidecar.EnvRetryMax, Value: "5s"},
 			},
 			VolumeMounts:    []corev1.VolumeMount{{Name: "gateway-token", MountPath: rogueTokenDir, ReadOnly: true}},
+			Resources:       PodRequests(),
 			SecurityContext: restrictedContainer(),
 		}
 	}
@@ -331,6 +332,7 @@ func roguePod(o RogueOptions, appImage string) *corev1.Pod {
 					Env:             []corev1.EnvVar{field("POD_NAME", "metadata.name")},
 					Ports:           []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 					ReadinessProbe:  &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}}},
+					Resources:       PodRequests(),
 					SecurityContext: restrictedContainer(),
 				},
 				registrar(RogueViaGateway, o.GatewayURL, ":9901"),

@@ -405,6 +405,7 @@ func startCaller(t *testing.T, ns, target string) *podCaller {
 			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 			ct := &p.Spec.Containers[0]
 			ct.ImagePullPolicy = corev1.PullNever
+			ct.Resources = cluster.PodRequests()
 			// A call bounded by 10 s: routing to a dead or missing
 			// endpoint fails at once (refused, reset, no route) and still
 			// counts; a VM's JVM slow to answer on a loaded two-core

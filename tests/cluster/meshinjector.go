@@ -202,6 +202,7 @@ func meshInject(pod *corev1.Pod, shape, image string) bool {
 		ImagePullPolicy: corev1.PullNever,
 		Args: []string{"proxy", "-listen", ":" + strconv.Itoa(int(port)), "-to", appAddr,
 			"-exit-after-sigterm", MeshProxyDrain.String()},
+		Resources: PodRequests(),
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),
 			ReadOnlyRootFilesystem:   ptr.To(true),

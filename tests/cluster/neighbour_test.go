@@ -167,9 +167,11 @@ func createSyncer(t *testing.T, namespace, name string) {
 }
 
 // jobManifest is a Job as a team writes it: its pod, labelled app=name
-// and with labels, runs the test app's image, declares the app's port, and
+// and with labels, runs the test app's image with the suite's requests
+// (cluster.PodRequests), declares the app's port, and
 // reports its pod's name to reportURL once, then exits.
 func jobManifest(namespace, name, reportURL string, labels map[string]string) []byte {
+	requests := cluster.PodRequests().Requests
 	var extra strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		fmt.Fprintf(&extra, "\n        %s: %s", k, labels[k])
@@ -204,12 +206,17 @@ spec:
         ports:
         - name: http
           containerPort: 8080
+        resources:
+          requests:
+            cpu: %[6]s
+            memory: %[7]s
         securityContext:
           allowPrivilegeEscalation: false
           readOnlyRootFilesystem: true
           capabilities:
             drop: [ALL]
-`, name, namespace, extra.String(), c.Node.Image("testapp"), reportURL)
+`, name, namespace, extra.String(), c.Node.Image("testapp"), reportURL,
+		requests.Cpu(), requests.Memory())
 }
 
 // waitJobComplete waits until the Job is Complete and returns its one pod.

@@ -196,6 +196,7 @@ func startSpringK8sClient(t *testing.T, ns, image, service string) *springK8sCli
 			p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 			ct := &p.Spec.Containers[0]
 			ct.ImagePullPolicy = corev1.PullNever
+			ct.Resources = cluster.JVMPodRequests()
 			ct.Args = []string{"--eurekube.client.service=" + service, "--eurekube.client.interval-ms=100",
 				"--spring.cloud.kubernetes.loadbalancer.cluster-domain=" + node.ClusterDomain}
 			// The JVM flags of the suite's other Spring apps: a quick start
