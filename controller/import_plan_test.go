@@ -18,6 +18,7 @@ import (
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/eureka"
 	"github.com/eurekube/eurekube/sidecar"
+	"github.com/eurekube/eurekube/tests/harness"
 )
 
 // The import plan's properties, over random apps: every status, IPv4,
@@ -279,6 +280,7 @@ func planSize(r *rand.Rand, seed uint64) int {
 // what the instances say: each address and port once, ready if any of its
 // instances is UP; every instance that serves nothing is named.
 func TestImportPlan_KubeProxyRoutesToWhatEurekaSays(t *testing.T) {
+	harness.OnlyComputes(t)
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 29))
 		imp := randomImport(r)
@@ -318,6 +320,7 @@ func TestImportPlan_KubeProxyRoutesToWhatEurekaSays(t *testing.T) {
 }
 
 func TestImportPlan_SlicesFromScratchAreAsFewAsTheirShapesAllow(t *testing.T) {
+	harness.OnlyComputes(t)
 	for seed := range uint64(100) {
 		r := rand.New(rand.NewPCG(seed, 2900))
 		imp := randomImport(r)
@@ -337,6 +340,7 @@ func TestImportPlan_SlicesFromScratchAreAsFewAsTheirShapesAllow(t *testing.T) {
 }
 
 func TestImportPlan_TheOrderEurekaListsInstancesInChangesNothing(t *testing.T) {
+	harness.OnlyComputes(t)
 	for seed := range uint64(200) {
 		r := rand.New(rand.NewPCG(seed, 290))
 		imp := randomImport(r)
@@ -363,6 +367,7 @@ func TestImportPlan_TheOrderEurekaListsInstancesInChangesNothing(t *testing.T) {
 // changes to registries past 100 and past 1,000 instances, one address
 // each.
 func TestImportPlan_OneInstancesChangeWritesOneSliceAtMost(t *testing.T) {
+	harness.OnlyComputes(t)
 	for seed := range uint64(12) {
 		r := rand.New(rand.NewPCG(seed, 2905))
 		imp := randomImport(r)
@@ -498,6 +503,7 @@ func neverInNone(t *testing.T, seed uint64, existing []discoveryv1.EndpointSlice
 // the plan says so, for the condition that warns Spring Cloud Kubernetes
 // users.
 func TestImportPlan_AnInstanceWithoutAPortServesTheOthers(t *testing.T) {
+	harness.OnlyComputes(t)
 	imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "payments"}, Spec: v1alpha1.EurekaImportSpec{App: "PAYMENTS",
 		Service: v1alpha1.ImportService{Ports: []v1alpha1.ImportPort{{Name: "http", Port: 80}, {Name: "https", Port: 443, InstancePort: v1alpha1.InstancePortSecure}}}}}
 	insts := []eureka.Instance{
@@ -517,6 +523,7 @@ func TestImportPlan_AnInstanceWithoutAPortServesTheOthers(t *testing.T) {
 // A Service of one IP family leaves the other's instances out, names
 // them, and lists the primary family's addresses in its Endpoints.
 func TestImportPlan_AFamilyTheServiceLacksIsNamedAndLeftOut(t *testing.T) {
+	harness.OnlyComputes(t)
 	imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "payments"}, Spec: v1alpha1.EurekaImportSpec{App: "PAYMENTS"}}
 	insts := []eureka.Instance{
 		{InstanceID: "v4", IPAddr: "10.0.0.1", Port: 8080, PortEnabled: true, Status: eureka.StatusUp},
@@ -540,6 +547,7 @@ func TestImportPlan_AFamilyTheServiceLacksIsNamedAndLeftOut(t *testing.T) {
 }
 
 func TestImportPlan_TheServiceIsSelectorlessWithTheImportsPorts(t *testing.T) {
+	harness.OnlyComputes(t)
 	for seed := range uint64(200) {
 		r := rand.New(rand.NewPCG(seed, 2901))
 		imp := randomImport(r)
@@ -567,6 +575,7 @@ func TestImportPlan_TheServiceIsSelectorlessWithTheImportsPorts(t *testing.T) {
 }
 
 func TestImportPlan_ThisClustersOwnPodsAreLeftOutUnlessAskedFor(t *testing.T) {
+	harness.OnlyComputes(t)
 	for seed := range uint64(200) {
 		r := rand.New(rand.NewPCG(seed, 2902))
 		imp := randomImport(r)
@@ -693,6 +702,7 @@ func checkEndpointsShape(t *testing.T, seed uint64, imp *v1alpha1.EurekaImport, 
 }
 
 func TestImportPlan_TheEndpointsListsTheSlicesAddressesReadyOrNot(t *testing.T) {
+	harness.OnlyComputes(t)
 	for seed := range uint64(300) {
 		r := rand.New(rand.NewPCG(seed, 2903))
 		imp := randomImport(r)
@@ -709,6 +719,7 @@ func TestImportPlan_TheEndpointsListsTheSlicesAddressesReadyOrNot(t *testing.T) 
 }
 
 func TestImportPlan_TheEndpointsIsCappedAtAThousandReadyFirst(t *testing.T) {
+	harness.OnlyComputes(t)
 	for seed := range uint64(20) {
 		r := rand.New(rand.NewPCG(seed, 2904))
 		imp := randomImport(r)

@@ -29,3 +29,18 @@ func SkipWhenShort(t testing.TB, needs string) {
 		t.Skipf("skipped in -short mode (make unit): needs %s", needs)
 	}
 }
+
+// OnlyComputes marks a test that starts no goroutine and only computes (a
+// property test of a pure function): the race detector can find nothing in
+// it and makes it several times slower, so under -race it is skipped. It
+// must be the test's first line: make test's runner finds the tests that
+// begin with it and runs them without the detector, in a job of their own
+// (tests/tools/testrun); make unit runs them too. The import plan's
+// properties took 456 s of the controller suite's 1,048 under -race, and
+// about 65 CPU-s without it.
+func OnlyComputes(t testing.TB) {
+	t.Helper()
+	if RaceDetector {
+		t.Skip("only computes, starts no goroutine: runs without the race detector (make unit; make test's unit tier of this package)")
+	}
+}

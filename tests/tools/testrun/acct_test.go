@@ -60,3 +60,17 @@ func TestAcctSplit(t *testing.T) {
 		t.Errorf("owners %+v", owners)
 	}
 }
+
+// A test that only computes is found by its first line, and no other.
+func TestOnlyComputesFunc(t *testing.T) {
+	src := "func TestA(t *testing.T) {\n\tharness.OnlyComputes(t)\n}\n" +
+		"func TestB(t *testing.T) {\n\tt.Parallel()\n\tharness.OnlyComputes(t)\n}\n" +
+		"func TestC(t *testing.T) {\n\tharness.OnlyComputes(t)\n"
+	var got []string
+	for _, m := range onlyComputesFunc.FindAllStringSubmatch(src, -1) {
+		got = append(got, m[1])
+	}
+	if len(got) != 2 || got[0] != "TestA" || got[1] != "TestC" {
+		t.Errorf("found %v, want [TestA TestC]", got)
+	}
+}

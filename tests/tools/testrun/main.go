@@ -237,6 +237,20 @@ func run(ctx context.Context, o runOptions) error {
 			return err
 		}
 	}
+	if len(o.race) > 0 || o.raceRest {
+		// The tests that only compute skip themselves under -race
+		// (harness.OnlyComputes): they run here, without it.
+		pkgs, names, err := onlyComputes(ctx)
+		if err != nil {
+			return err
+		}
+		if len(names) > 0 {
+			args := slices.Concat([]string{"test", "-json", "-short", "-run", "^(" + strings.Join(names, "|") + ")$"}, goTestFlags, pkgs)
+			if err := startSuite(fmt.Sprintf("go test (the %d tests that only compute, without -race)", len(names)), goCmd(ctx, args...)); err != nil {
+				return err
+			}
+		}
+	}
 	if o.beside != "" {
 		cmd := exec.CommandContext(ctx, "bash", "-c", o.beside)
 		cmd.Cancel = func() error { return nil }
@@ -436,6 +450,39 @@ func goList(ctx context.Context, pattern string) ([]string, error) {
 		return nil, fmt.Errorf("go list %s: %w", pattern, err)
 	}
 	return strings.Fields(string(out)), nil
+}
+
+// onlyComputesFunc is a test that begins with harness.OnlyComputes(t).
+var onlyComputesFunc = regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]*)\(t \*testing\.T\) \{\n\tharness\.OnlyComputes\(t\)`)
+
+// onlyComputes finds the tests that skip themselves under the race
+// detector because they only compute, and their packages.
+func onlyComputes(ctx context.Context) (pkgs, names []string, err error) {
+	list := exec.CommandContext(ctx, "go", "list", "-f", "{{.ImportPath}} {{.Dir}}", "./...")
+	out, err := list.Output()
+	book.add(list)
+	if err != nil {
+		return nil, nil, fmt.Errorf("go list: %w", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, dir, _ := strings.Cut(line, " ")
+		files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		found := false
+		for _, f := range files {
+			src, err := os.ReadFile(f)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, m := range onlyComputesFunc.FindAllSubmatch(src, -1) {
+				names = append(names, string(m[1]))
+				found = true
+			}
+		}
+		if found {
+			pkgs = append(pkgs, pkg)
+		}
+	}
+	return pkgs, names, nil
 }
 
 var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz[A-Za-z0-9_]*)\(`)
