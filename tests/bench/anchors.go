@@ -34,6 +34,10 @@ const (
 	// bench pod, prepared once: the fastest webhook producing this very
 	// mutation, so the API server's cost of the bigger pod is in both arms.
 	anchorPrecomputed = "precomputed"
+	// anchorTwin is the precomputed anchor again, served alike on a path
+	// of its own: the two make an A/A pair, whose spread in the same run
+	// is what a difference between arms must exceed to be one.
+	anchorTwin = "precomputed-twin"
 	// anchorNoop allows every pod untouched.
 	anchorNoop = "noop"
 )
@@ -44,7 +48,7 @@ type anchorServer struct {
 	port int
 }
 
-// startAnchors serves both anchors with the manager's certificate in
+// startAnchors serves the anchors with the manager's certificate in
 // certDir; patch is the JSON patch the precomputed anchor answers with.
 func startAnchors(certDir string, patch []byte) (*anchorServer, error) {
 	cert, err := tls.LoadX509KeyPair(filepath.Join(certDir, certs.CertFile), filepath.Join(certDir, certs.KeyFile))
@@ -61,6 +65,7 @@ func startAnchors(certDir string, patch []byte) (*anchorServer, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/"+anchorPrecomputed, fixedAnswer(patch))
+	mux.Handle("/"+anchorTwin, fixedAnswer(patch))
 	mux.Handle("/"+anchorNoop, fixedAnswer(nil))
 	a := &anchorServer{port: port, srv: &http.Server{
 		Handler:           mux,
@@ -118,7 +123,7 @@ func fixedAnswer(patch []byte) http.Handler {
 	})
 }
 
-// installAnchors registers both anchors with the API server as copies of
+// installAnchors registers the anchors with the API server as copies of
 // Eurekube's own webhook configuration, each for the namespaces labelled
 // with its name.
 func installAnchors(ctx context.Context, cp *harness.ControlPlane, a *anchorServer, caPEM []byte) error {
@@ -129,7 +134,7 @@ func installAnchors(ctx context.Context, cp *harness.ControlPlane, a *anchorServ
 	eurekube := mwc.Webhooks[0]
 	mwc.ObjectMeta = metav1.ObjectMeta{Name: "bench-anchors"}
 	mwc.Webhooks = nil
-	for _, anchor := range []string{anchorPrecomputed, anchorNoop} {
+	for _, anchor := range []string{anchorPrecomputed, anchorTwin, anchorNoop} {
 		w := *eurekube.DeepCopy()
 		url := a.URL(anchor)
 		w.Name = anchor + ".bench.eurekube.io"

@@ -48,7 +48,7 @@ func Report(r *Results) string {
 		b.WriteString("None: every figure with a target met it.\n\n")
 	}
 	for _, f := range missed {
-		fmt.Fprintf(&b, "- **%s — %s**: %s %s against %s; %s.\n", f.Section, f.Name, formatValue(f.Value), f.Unit, f.targetText(), f.Missed)
+		fmt.Fprintf(&b, "- **%s — %s**: %s against %s; %s.\n", f.Section, f.Name, f.measuredText(), f.targetText(), f.Missed)
 	}
 	if len(missed) > 0 {
 		b.WriteString("\n")
@@ -93,7 +93,7 @@ func FiguresTable(r *Results) string {
 					verdict = "**missed**"
 				}
 			}
-			fmt.Fprintf(&b, "| %s | %s %s | %s | %s | %s |\n", f.Name, formatValue(f.Value), f.Unit, target, verdict, f.Anchor)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", f.Name, f.measuredText(), target, verdict, f.Anchor)
 		}
 		b.WriteString("\n")
 	}

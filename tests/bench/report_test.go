@@ -176,3 +176,62 @@ controller_runtime_reconcile_total{controller="other",result="success"} 9
 		t.Error("a missing counter summed")
 	}
 }
+
+func TestAdd_JudgesARatioToTheFloorOfTheSameRun(t *testing.T) {
+	var r Results
+	floor := 10.0
+	r.Add(Figure{ID: "met", Section: SectionReconciler, Name: "met", Value: 12, Unit: "s", Floor: &floor, FloorRatio: floorRatio(1.3), IfMissed: "never shown"})
+	r.Add(Figure{ID: "missed", Section: SectionReconciler, Name: "missed", Value: 19.5, Unit: "s", Floor: &floor, FloorRatio: floorRatio(1.3), IfMissed: "why"})
+	r.Add(Figure{ID: "nofloor", Section: SectionReconciler, Name: "no floor", Value: 5, Unit: "s", FloorRatio: floorRatio(1.3)})
+	if f := r.Figures[0]; f.Met == nil || !*f.Met || f.Missed != "" || f.Ratio == nil || *f.Ratio != 1.2 {
+		t.Errorf("met figure: %+v", f)
+	}
+	if f := r.Figures[1]; f.Met == nil || *f.Met || f.Missed != "1.95 × its floor of 10.0 s, against at most 1.30 ×: missed by 6.50 s (50 % over 13.0 s): why" {
+		t.Errorf("missed figure: met %v, %q", f.Met, f.Missed)
+	}
+	// A figure whose floor was not measured is not met: a floor that
+	// failed must not pass unseen.
+	if f := r.Figures[2]; f.Met == nil || *f.Met || f.Missed != "not judged: this run measured no floor" {
+		t.Errorf("figure without its floor: met %v, %q", f.Met, f.Missed)
+	}
+	md := Report(&r)
+	for _, want := range []string{
+		"| met | 12.0 s (floor 10.0 s, 1.20 × the floor) | ≤ 1.30 × the floor (13.0 s) | met |",
+		"| missed | 19.5 s (floor 10.0 s, 1.95 × the floor) | ≤ 1.30 × the floor (13.0 s) | **missed** |",
+		"| no floor | 5.00 s (no floor measured) | ≤ 1.30 × the floor | **missed** |",
+		"- **Reconciler at scale — missed**: 19.5 s (floor 10.0 s, 1.95 × the floor) against ≤ 1.30 × the floor (13.0 s); 1.95 × its floor",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+func TestCreateRatio_IsJudgedAgainstTheSpreadOfTheAAPair(t *testing.T) {
+	var r Results
+	ms := time.Millisecond
+	// The twins 5 % apart: Eurekube 4 % over the precomputed patch is
+	// within the run's own spread; 10 % is not.
+	addCreateRatioFigures(&r, "p50", 104*ms/10, 10*ms, 105*ms/10, 4*ms, 3*ms, "why")
+	addCreateRatioFigures(&r, "p99", 22*ms, 20*ms, 19*ms, 15*ms, 12*ms, "why")
+	if len(r.Figures) != 4 {
+		t.Fatalf("%d figures, want 4", len(r.Figures))
+	}
+	aa, ratio := r.Figures[0], r.Figures[1]
+	if aa.ID != "webhook.create_p50_aa" || aa.Met != nil {
+		t.Errorf("A/A figure: %+v", aa)
+	}
+	if ratio.Target == nil || *ratio.Target != 1.05 || ratio.Met == nil || !*ratio.Met {
+		t.Errorf("p50 ratio within the A/A spread: target %v, met %v", ratio.Target, ratio.Met)
+	}
+	if !strings.Contains(ratio.Anchor, "the A/A pair's spread in this run (10.0 ms and 10.5 ms: 1.05 ×)") {
+		t.Errorf("p50 anchor %q", ratio.Anchor)
+	}
+	p99 := r.Figures[3]
+	if want := 20.0 / 19; p99.Target == nil || *p99.Target != want || p99.Met == nil || *p99.Met {
+		t.Errorf("p99 ratio 1.10 against a spread of 1.05: target %v, met %v", p99.Target, p99.Met)
+	}
+	if got := aaSpread(0, ms); got != 1 {
+		t.Errorf("spread of an empty arm = %v, want 1", got)
+	}
+}

@@ -43,7 +43,16 @@ type Figure struct {
 	// TargetMin is a lower bound in Unit instead (a throughput); nil for
 	// figures without one.
 	TargetMin *float64 `json:"target_min,omitempty"`
-	Met       *bool    `json:"met,omitempty"`
+	// Floor is the least Value could be on this machine, measured in the
+	// same run, in Unit; nil when the figure has none.
+	Floor *float64 `json:"floor,omitempty"`
+	// FloorRatio is an upper bound of Value ÷ Floor, for a figure no
+	// absolute bound can hold on a shared two-core machine: the target
+	// moves with the floor the same run measures. nil for figures without.
+	FloorRatio *float64 `json:"target_max_floor_ratio,omitempty"`
+	// Ratio is Value ÷ Floor, set by Add when both are known.
+	Ratio *float64 `json:"floor_ratio,omitempty"`
+	Met   *bool    `json:"met,omitempty"`
 	// Anchor is what the figure stands beside, measured in the same run.
 	Anchor string `json:"anchor,omitempty"`
 	// Method says how it was measured.
@@ -56,15 +65,33 @@ type Figure struct {
 }
 
 // targetText is the target as the report shows it: "≤ 10 ms", "≥ 2,000
-// reads/s", or "—".
+// reads/s", "≤ 1.30 × the floor (13.9 s)", or "—".
 func (f Figure) targetText() string {
 	switch {
+	case f.FloorRatio != nil && f.Floor != nil:
+		return fmt.Sprintf("≤ %s × the floor (%s %s)", formatValue(*f.FloorRatio), formatValue(*f.FloorRatio**f.Floor), f.Unit)
+	case f.FloorRatio != nil:
+		return "≤ " + formatValue(*f.FloorRatio) + " × the floor"
 	case f.Target != nil:
 		return "≤ " + formatValue(*f.Target) + " " + f.Unit
 	case f.TargetMin != nil:
 		return "≥ " + formatValue(*f.TargetMin) + " " + f.Unit
 	}
 	return "—"
+}
+
+// measuredText is the figure as the report shows it, with its floor and
+// its ratio to it beside it when it has one: "19.4 s (floor 10.7 s, 1.81 ×
+// the floor)".
+func (f Figure) measuredText() string {
+	v := formatValue(f.Value) + " " + f.Unit
+	switch {
+	case f.Floor != nil && f.Ratio != nil:
+		return fmt.Sprintf("%s (floor %s %s, %s × the floor)", v, formatValue(*f.Floor), f.Unit, formatValue(*f.Ratio))
+	case f.FloorRatio != nil:
+		return v + " (no floor measured)"
+	}
+	return v
 }
 
 // Max is a target: at most v.
@@ -75,6 +102,26 @@ func Min(v float64) *float64 { return &v }
 
 // Add records f, judging it against its target.
 func (r *Results) Add(f Figure) {
+	if f.Floor != nil && *f.Floor > 0 {
+		ratio := f.Value / *f.Floor
+		f.Ratio = &ratio
+	}
+	if f.FloorRatio != nil {
+		met := f.Ratio != nil && *f.Ratio <= *f.FloorRatio
+		f.Met = &met
+		switch {
+		case f.Ratio == nil:
+			f.Missed = "not judged: this run measured no floor"
+		case !met:
+			bound := *f.FloorRatio * *f.Floor
+			f.Missed = fmt.Sprintf("%s × its floor of %s %s, against at most %s ×: missed by %s %s (%.0f %% over %s %s)",
+				formatValue(*f.Ratio), formatValue(*f.Floor), f.Unit, formatValue(*f.FloorRatio), formatValue(f.Value-bound), f.Unit,
+				100*(f.Value-bound)/bound, formatValue(bound), f.Unit)
+		}
+		if !met && f.IfMissed != "" {
+			f.Missed += ": " + f.IfMissed
+		}
+	}
 	if f.Target != nil {
 		met := f.Value <= *f.Target
 		f.Met = &met

@@ -77,7 +77,7 @@ func SizesFor(quick bool) Sizes {
 		return Sizes{
 			Creates: 150, HandlerRequests: 300, HandlerDuration: 2 * time.Second, HandlerClients: 8,
 			RegistrarSamples: 3, RegistrarWindow: 65 * time.Second,
-			Scale: []Scenario{{Name: "10 syncers × 20 pods", Namespaces: 2, SyncersPerNamespace: 5, PodsPerSyncer: 20}, {Name: "1 syncer × 500 pods", Namespaces: 1, SyncersPerNamespace: 1, PodsPerSyncer: 500},
+			Scale: []Scenario{{Name: "10 syncers × 20 pods", Namespaces: 2, SyncersPerNamespace: 5, PodsPerSyncer: 20, Restart: true}, {Name: "1 syncer × 500 pods", Namespaces: 1, SyncersPerNamespace: 1, PodsPerSyncer: 500},
 				{Name: "20 imported apps × 10 instances", Namespaces: 2, ImportedApps: 20, InstancesPerApp: 10, ChangedAppInstances: 250}},
 			ResyncPeriod: 5 * time.Second, ResyncsCounted: 4,
 			Gateway: GatewaySizes{Instances: 200, Samples: 60, NewTokens: 10,
@@ -93,17 +93,20 @@ func SizesFor(quick bool) Sizes {
 			{Name: "1 syncer × 5,000 pods", Namespaces: 1, SyncersPerNamespace: 1, PodsPerSyncer: 5000,
 				Targets: &ScaleTargets{TimeToRightSeconds: 10, PeakRSSMiB: 150}},
 			// Issue 17: the reconciler's cost independent of the number of
-			// syncers; issue 30: its time and memory re-measured.
-			{Name: "1,000 syncers × 20 pods", Namespaces: 50, SyncersPerNamespace: 20, PodsPerSyncer: 20,
-				Targets: &ScaleTargets{TimeToRightSeconds: 10, PeakRSSMiB: 300, RequestsPerResync: 2}},
+			// syncers; issue 30: its time and memory re-measured; issue 44:
+			// its time against the floor the run measures, and the
+			// manager started again over right statuses (0 writes, 3 s).
+			{Name: "1,000 syncers × 20 pods", Namespaces: 50, SyncersPerNamespace: 20, PodsPerSyncer: 20, Restart: true,
+				Targets: &ScaleTargets{TimeToRightFloorRatio: 1.3, PeakRSSMiB: 300, RequestsPerResync: 2, RestartSeconds: 3, RestartWrites: Max(0)}},
 			// Issue 30: the first pass after an upgrade from a release
 			// whose pods lack what the webhook writes now.
 			{Name: "1,000 syncers × 20 pods, after an upgrade", Namespaces: 50, SyncersPerNamespace: 20, PodsPerSyncer: 20, Upgrade: true},
 			// Issue 29: the cost of imports independent of their number;
 			// issue 42: one slice written at most per single-instance
-			// change, in an import of 250 instances (3 slices).
+			// change, in an import of 250 instances (3 slices); issue 44:
+			// its time against the floor the run measures.
 			{Name: "1,000 imported apps × 10 instances", Namespaces: 50, ImportedApps: 1000, InstancesPerApp: 10, ChangedAppInstances: 250,
-				Targets: &ScaleTargets{TimeToRightSeconds: 10, RequestsPerResync: 2}},
+				Targets: &ScaleTargets{TimeToRightFloorRatio: 1.3, RequestsPerResync: 2}},
 		},
 		ResyncPeriod: 10 * time.Second, ResyncsCounted: 6,
 		// Issue 43: the gateway's added latency, reads per core and

@@ -33,7 +33,8 @@ func TestRun_WritesTheReportFromRealParts(t *testing.T) {
 		Sizes: &Sizes{
 			Creates: 5, HandlerRequests: 20, HandlerDuration: 200 * time.Millisecond, HandlerClients: 2,
 			RegistrarSamples: 1, RegistrarWindow: 5 * time.Second,
-			Scale: []Scenario{{Name: "2 syncers × 3 pods", Namespaces: 1, SyncersPerNamespace: 2, PodsPerSyncer: 3},
+			Scale: []Scenario{{Name: "2 syncers × 3 pods", Namespaces: 1, SyncersPerNamespace: 2, PodsPerSyncer: 3, Restart: true,
+				Targets: &ScaleTargets{TimeToRightFloorRatio: 100, RestartWrites: Max(0)}},
 				{Name: "2 syncers × 3 pods, after an upgrade", Namespaces: 1, SyncersPerNamespace: 2, PodsPerSyncer: 3, Upgrade: true},
 				{Name: "2 imported apps × 3 instances", Namespaces: 1, ImportedApps: 2, InstancesPerApp: 3, ChangedAppInstances: 101}},
 			ResyncPeriod: time.Second, ResyncsCounted: 3, // a window of a few resyncs: one 1 s resync may pass without a reconcile on a busy machine
@@ -53,6 +54,9 @@ func TestRun_WritesTheReportFromRealParts(t *testing.T) {
 	}
 	for _, want := range []string{"pod CREATE p99, Eurekube ÷ precomputed patch", "handler p99, one client", "2 syncers × 3 pods: manager peak RSS", "2 syncers × 3 pods, after an upgrade: manager start → every status right", "2 imported apps × 3 instances: manager start → every import's slices right",
 		"what the pass cannot do without, done by the bench alone",
+		"2 syncers × 3 pods, the manager started again over right statuses: new leader → first full pass done",
+		"2 syncers × 3 pods, the manager started again over right statuses: API writes of its first full pass",
+		"× the floor", "pod CREATE p50, precomputed patch ÷ its identical twin (A/A)",
 		"2 imported apps × 3 instances: EndpointSlice writes per single-instance Eureka change", "the import of 101 instances has 2 slices",
 		"pod CREATE p50 through a no-op webhook", "pod CREATE p99 without a webhook", "kube-apiserver v",
 		"app healthy → UP on the server, slowest", "SIGTERM → gone from the server, slowest", "Eureka requests per instance per minute", "RSS, registered and probing",
