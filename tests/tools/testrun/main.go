@@ -488,10 +488,7 @@ func onlyComputes(ctx context.Context) (pkgs, names []string, err error) {
 var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz[A-Za-z0-9_]*)\(`)
 
 // fuzz runs every fuzz target of the module for fuzzTime, with workers
-// processes (0: go test's default, one per core). Each package's
-// instrumented test binary is built once (go test -c -fuzz) and run for
-// each of its targets as go test -fuzz would run it, with the same corpus
-// cache: go test -fuzz would relink it for every target.
+// processes (0: go test's default, one per core).
 func fuzz(ctx context.Context, fuzzTime string, workers int) error {
 	book.mu.Lock()
 	book.fuzzing = true
@@ -501,26 +498,13 @@ func fuzz(ctx context.Context, fuzzTime string, workers int) error {
 		book.fuzzing = false
 		book.mu.Unlock()
 	}()
-	list := exec.CommandContext(ctx, "go", "list", "-f", "{{.ImportPath}} {{.Dir}}", "./...")
+	list := exec.CommandContext(ctx, "go", "list", "-f", "{{.Dir}}", "./...")
 	out, err := list.Output()
 	book.add(list)
 	if err != nil {
 		return fmt.Errorf("go list: %w", err)
 	}
-	env := exec.CommandContext(ctx, "go", "env", "GOCACHE")
-	cache, err := env.Output()
-	book.add(env)
-	if err != nil {
-		return fmt.Errorf("go env GOCACHE: %w", err)
-	}
-	bin, err := os.MkdirTemp("", "testrun-fuzz-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(bin)
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		pkg, dir, _ := strings.Cut(line, " ")
-		var targets []string
+	for _, dir := range strings.Fields(string(out)) {
 		files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
 		for _, f := range files {
 			src, err := os.ReadFile(f)
@@ -528,49 +512,30 @@ func fuzz(ctx context.Context, fuzzTime string, workers int) error {
 				return err
 			}
 			for _, m := range fuzzFunc.FindAllSubmatch(src, -1) {
-				targets = append(targets, string(m[1]))
-			}
-		}
-		if len(targets) == 0 {
-			continue
-		}
-		test := filepath.Join(bin, filepath.Base(dir)+".test")
-		build := goCmd(ctx, "test", "-c", "-fuzz", ".", "-o", test, dir)
-		build.Stdout, build.Stderr = os.Stdout, os.Stderr
-		err := build.Run()
-		book.add(build)
-		if err != nil {
-			return fmt.Errorf("build the fuzz targets of %s: %w", pkg, err)
-		}
-		// What go test -fuzz passes its test binary, which runs in the
-		// package's directory (its testdata/fuzz corpus).
-		run := func(args ...string) (string, error) {
-			var output bytes.Buffer
-			cmd := exec.CommandContext(ctx, test, append(args, "-test.paniconexit0", "-test.timeout=10m")...)
-			cmd.Cancel = func() error { return nil }
-			cmd.Dir = dir
-			cmd.Stdout = io.MultiWriter(os.Stdout, &output)
-			cmd.Stderr = cmd.Stdout
-			err := cmd.Run()
-			book.add(cmd)
-			return output.String(), err
-		}
-		for _, target := range targets {
-			fmt.Printf("fuzz %s %s (%s)\n", dir, target, fuzzTime)
-			args := []string{"-test.run=^$", "-test.fuzz=^" + target + "$", "-test.fuzztime=" + fuzzTime,
-				"-test.fuzzcachedir=" + filepath.Join(strings.TrimSpace(string(cache)), "fuzz", pkg)}
-			if workers > 0 {
-				args = append(args, "-test.parallel="+strconv.Itoa(workers))
-			}
-			output, err := run(args...)
-			if err != nil && ctx.Err() == nil && coordinatorDeadline(output, target) {
-				// Not the target's failure: replay its corpus (seeds
-				// and testdata/fuzz) to be sure nothing known fails.
-				fmt.Printf("testrun: fuzz %s: Go's fuzzing coordinator reported its own -fuzztime deadline as a failure, with no failing input (golang/go#75804, fixed in Go 1.27; it happens when a starved worker misses the deadline); replaying the target's corpus instead\n", target)
-				_, err = run("-test.run=^" + target + "$")
-			}
-			if err != nil {
-				return fmt.Errorf("fuzz %s: %w", target, err)
+				target := string(m[1])
+				fmt.Printf("fuzz %s %s (%s)\n", dir, target, fuzzTime)
+				args := []string{"test", "-run", "^$", "-fuzz", "^" + target + "$", "-fuzztime", fuzzTime}
+				if workers > 0 {
+					args = append(args, "-parallel", strconv.Itoa(workers))
+				}
+				var output bytes.Buffer
+				cmd := goCmd(ctx, append(args, dir)...)
+				cmd.Stdout = io.MultiWriter(os.Stdout, &output)
+				cmd.Stderr = cmd.Stdout
+				err := cmd.Run()
+				book.add(cmd)
+				if err != nil && ctx.Err() == nil && coordinatorDeadline(output.String(), target) {
+					// Not the target's failure: replay its corpus (seeds
+					// and testdata/fuzz) to be sure nothing known fails.
+					fmt.Printf("testrun: fuzz %s: Go's fuzzing coordinator reported its own -fuzztime deadline as a failure, with no failing input (golang/go#75804, fixed in Go 1.27; it happens when a starved worker misses the deadline); replaying the target's corpus instead\n", target)
+					replay := goCmd(ctx, "test", "-run", "^"+target+"$", dir)
+					replay.Stdout, replay.Stderr = os.Stdout, os.Stderr
+					err = replay.Run()
+					book.add(replay)
+				}
+				if err != nil {
+					return fmt.Errorf("fuzz %s: %w", target, err)
+				}
 			}
 		}
 	}
