@@ -52,11 +52,12 @@ func (c *caller) run(ctx context.Context, client *http.Client, url string, inter
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
+		began := time.Now()
 		who, err := call(ctx, client, url)
 		if ctx.Err() != nil {
 			return // stopping: a call cut short is no failure
 		}
-		c.record(who, err)
+		c.record(began, time.Since(began), who, err)
 		select {
 		case <-ctx.Done():
 			return
@@ -94,13 +95,15 @@ type caller struct {
 	byInstance map[string]int64
 }
 
-func (c *caller) record(who string, err error) {
+// record counts a call that began at began and took took; a failed one is
+// logged on stderr with both, as the Spring client logs its own.
+func (c *caller) record(began time.Time, took time.Duration, who string, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err != nil {
 		c.failed++
-		c.lastError = err.Error()
-		fmt.Fprintln(os.Stderr, time.Now().UTC().Format(time.RFC3339Nano), "call failed:", err)
+		c.lastError = fmt.Sprintf("%v (call began %s, failed after %s)", err, began.UTC().Format(time.RFC3339Nano), took.Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "call failed began=%s took=%s error=%v\n", began.UTC().Format(time.RFC3339Nano), took.Round(time.Microsecond), err)
 		return
 	}
 	c.ok++

@@ -1,7 +1,9 @@
 // Command testapp is the app the end-to-end suites run in every app
 // container: an HTTP server on $LISTEN_ADDR (default :8080) that answers
 // every readiness path with 200 and "/" with its pod name ($POD_NAME), so a
-// caller can see which pod served it. On SIGTERM it stops accepting new
+// caller can see which pod served it. It logs each request (each
+// connection, over TCP) on its stdout once answered, with when it began and
+// how long it took (requestlog.go). On SIGTERM it stops accepting new
 // connections, answers the requests in flight and exits, as a well-behaved
 // app does.
 //
@@ -73,11 +75,11 @@ func main() {
 	} else {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, pod) })
-		go func() { errs <- serveHTTP(ctx, addr, mux) }()
+		go func() { errs <- serveHTTP(ctx, addr, logged(mux)) }()
 	}
 	if mgmt := os.Getenv("MANAGEMENT_ADDR"); mgmt != "" {
 		servers++
-		go func() { errs <- serveHTTP(ctx, mgmt, actuator(pod)) }()
+		go func() { errs <- serveHTTP(ctx, mgmt, logged(actuator(pod))) }()
 	}
 	// Every server has drained before the process exits: an exit cuts
 	// the connections of the requests still in flight.
@@ -135,9 +137,12 @@ func serveTCP(ctx context.Context, addr, pod string) error {
 			}
 			return err
 		}
-		_ = conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		_, _ = fmt.Fprintln(conn, pod)
+		began := time.Now()
+		_ = conn.SetWriteDeadline(began.Add(5 * time.Second))
+		_, werr := fmt.Fprintln(conn, pod)
 		_ = conn.Close()
+		fmt.Fprintf(requestLog, "connection began=%s took=%s from=%s error=%v\n",
+			began.UTC().Format(time.RFC3339Nano), time.Since(began).Round(time.Microsecond), conn.RemoteAddr(), werr)
 	}
 }
 

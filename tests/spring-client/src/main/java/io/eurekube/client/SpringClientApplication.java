@@ -86,18 +86,31 @@ public class SpringClientApplication implements CommandLineRunner {
         return name + "\n";
     }
 
+    /** A call that took longer than this is logged although it succeeded. */
+    private static final Duration SLOW = Duration.ofSeconds(1);
+
     private void callOnce() {
         Instant began = Instant.now();
         try {
             String body = restClient.get().uri("http://" + service + path).retrieve().body(String.class);
             ok.incrementAndGet();
-            byInstance.computeIfAbsent(body == null ? "" : body.trim(), k -> new AtomicLong()).incrementAndGet();
+            String who = body == null ? "" : body.trim();
+            byInstance.computeIfAbsent(who, k -> new AtomicLong()).incrementAndGet();
+            Duration took = Duration.between(began, Instant.now());
+            if (took.compareTo(SLOW) > 0) {
+                System.out.println("call slow began=" + began + " took=" + took.toMillis() + "ms answered-by=" + who);
+            }
         } catch (RuntimeException e) {
             failed.incrementAndGet();
             // When the call began and how long it took: a test lines a
-            // failure up with what it did to the pods at that moment.
-            lastError.set(e.getClass().getSimpleName() + ": " + e.getMessage() + " (call began " + began
-                    + ", failed after " + Duration.between(began, Instant.now()).toMillis() + " ms)");
+            // failure up with what it did to the pods at that moment. Every
+            // failure is logged (stdout, the process's log, which a failed
+            // test keeps); /stats keeps the last.
+            long tookMs = Duration.between(began, Instant.now()).toMillis();
+            String error = e.getClass().getSimpleName() + ": " + e.getMessage();
+            lastError.set(error + " (call began " + began + ", failed after " + tookMs + " ms)");
+            System.out.println("call failed began=" + began + " took=" + tookMs + "ms error=" + error
+                    + (e.getCause() != null ? " cause=" + e.getCause() : ""));
         }
     }
 
