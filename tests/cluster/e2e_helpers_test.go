@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ const (
 // them (it then asks the API server).
 func deploy(t *testing.T, a cluster.App, shape func(*appsv1.Deployment)) {
 	t.Helper()
+	record(t).Watch(a.Namespace)
 	if err := c.Deploy(context.Background(), a, shape); err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +358,38 @@ func startClient(t *testing.T, service string) *harness.SpringClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sc.Stop() })
+	keepProcessLog(t, "spring-client-"+service, sc.Process)
 	return sc
+}
+
+// recorders are the running tests' Recorders (record).
+var recorders sync.Map // *testing.T → *cluster.Recorder
+
+// record is t's Recorder, started on first use (each story starts it as it
+// enters): when t fails, what explains it is kept in
+// bin/test-artifacts/cluster/<test>/ (cluster.Recorder says what).
+func record(t *testing.T) *cluster.Recorder {
+	if r, ok := recorders.Load(t); ok {
+		return r.(*cluster.Recorder)
+	}
+	r := c.Record(t, "cluster")
+	recorders.Store(t, r)
+	t.Cleanup(func() { recorders.Delete(t) })
+	return r
+}
+
+// keepPodLog keeps the logs of pod's containers in callers/ when t fails:
+// register it after the cleanup that deletes the pod, which the
+// namespace's recording would then miss.
+func keepPodLog(t *testing.T, pod *corev1.Pod) {
+	record(t).KeepPodLog(pod, "callers")
+}
+
+// keepProcessLog keeps a caller's log (a Spring process's: each failed call
+// with when it began, how long it took and its exception) as
+// callers/<name>.log when t fails. Register it after p's stop.
+func keepProcessLog(t *testing.T, name string, p *harness.Process) {
+	record(t).Artifacts().KeepLog(filepath.Join("callers", name+".log"), p)
 }
 
 // statsReader is a caller counting its calls: the Spring client on the
@@ -570,6 +603,7 @@ func story(t *testing.T, expect time.Duration) {
 	stories.declare(1)
 	t.Parallel()
 	stories.enter(t, expect)
+	record(t)
 }
 
 // storyGroup is a test whose subtests are stories: it declares them while
@@ -590,6 +624,7 @@ func (g *storyGroup) story(t *testing.T, expect time.Duration) {
 	g.entered++ // by the group's test, before its subtests run
 	t.Parallel()
 	stories.enter(t, expect)
+	record(t)
 }
 
 func (g *storyGate) declare(n int) {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -181,6 +180,7 @@ func (g *gatewayStory) roguePod(t *testing.T) {
 	g.sentinel.forbid("the rogue pod of "+gwRogueNS, func(in harness.SpringInstance) bool {
 		return in.Metadata[eureka.MetaNamespace] == gwRogueNS || strings.Contains(in.InstanceID, "."+gwRogueNS+".")
 	})
+	record(t).Watch(gwRogueNS)
 	pod, err := c.StartRoguePod(ctx, cluster.RogueOptions{
 		Namespace: gwRogueNS, Name: gwRoguePod, NamespaceLabels: map[string]string{cluster.NoSharedAppsLabel: "true"},
 		App: strings.ToUpper(gwApp), GatewayURL: cluster.GatewayURL, EurekaURL: g.peers.URLs()[0],
@@ -409,53 +409,25 @@ func waitGatewayLog(t *testing.T, what string, words ...string) string {
 	return found
 }
 
-// keepOnFailure writes, when the story has failed, what a user would look
-// at into g.dir: every gateway and manager replica's log, the namespaces'
-// pods and Events, the syncer, the rogue pod's registrars' logs. The
-// Spring client's and the VMs' logs, Eureka's and every failed call
-// (failed-calls.txt) are there already.
+// keepOnFailure keeps, when the story has failed, what a user would look
+// at in its artifacts (record), beside what the Recorder keeps of its
+// namespaces and of the manager's and the gateway's pods: the syncers, and
+// g.dir (the Spring client's and the VMs' logs, Eureka's and every failed
+// call, failed-calls.txt) as gateway-story/.
 func (g *gatewayStory) keepOnFailure() {
 	if !g.t.Failed() {
 		return
 	}
-	ctx := context.Background()
-	write := func(name string, data []byte) {
-		if err := os.WriteFile(filepath.Join(g.dir, name), data, 0o644); err != nil {
-			g.t.Logf("keep %s: %v", name, err)
-		}
-	}
-	gateways, _ := c.GatewayPods(ctx)
-	managers, _ := c.ManagerPods(ctx)
-	for _, p := range append(gateways, managers...) {
-		for _, ct := range p.Spec.Containers {
-			log, err := c.ContainerLog(ctx, &p, ct.Name)
-			if err != nil {
-				log = err.Error()
-			}
-			write(p.Name+"."+ct.Name+".log", []byte(log))
-		}
-	}
+	a := record(g.t).Artifacts()
 	for _, ns := range []string{gwNamespace, gwRogueNS} {
-		var pods corev1.PodList
-		var events eventsv1.EventList
 		var syncers v1alpha1.EurekaSyncerList
-		_ = c.Node.Client.List(ctx, &pods, client.InNamespace(ns))
-		_ = c.Node.Client.List(ctx, &events, client.InNamespace(ns))
-		_ = c.Node.Client.List(ctx, &syncers, client.InNamespace(ns))
-		for file, obj := range map[string]any{ns + ".pods.yaml": &pods, ns + ".events.yaml": &events, ns + ".syncers.yaml": &syncers} {
-			if out, err := yaml.Marshal(obj); err == nil {
-				write(file, out)
-			}
-		}
-		for _, p := range pods.Items {
-			for _, ct := range p.Spec.Containers {
-				if log, err := c.ContainerLog(ctx, &p, ct.Name); err == nil {
-					write(p.Name+"."+ct.Name+".log", []byte(log))
-				}
+		if err := c.Node.Client.List(context.Background(), &syncers, client.InNamespace(ns)); err == nil {
+			if out, err := yaml.Marshal(&syncers); err == nil {
+				a.Write(filepath.Join(ns, "syncers.yaml"), out)
 			}
 		}
 	}
-	g.t.Logf("the gateway's, the manager's and the pods' logs, the pods, Events and syncers, every failed call and the Spring processes' and Eureka's logs are kept in %s", g.dir)
+	a.CopyDir("gateway-story", g.dir)
 }
 
 // callLog polls a Spring client's counters and writes down every failed

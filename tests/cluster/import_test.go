@@ -56,6 +56,7 @@ func TestImport_AVMServiceCalledByItsKubernetesName_MovesWithNoFailedCall(t *tes
 	if err := c.Node.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	record(t).Watch(ns)
 	vm1 := startImportedVM(t, app, "vm-1")
 	watched := watchSlices(t, ns, app)
 	imp := &v1alpha1.EurekaImport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: app},
@@ -217,6 +218,7 @@ func startImportedVM(t *testing.T, app, name string) *importedVM {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sc.Stop() })
+	keepProcessLog(t, "vm-"+app+"-"+name, sc.Process)
 	u, err := url.Parse(sc.StatsURL())
 	if err != nil {
 		t.Fatal(err)
@@ -422,6 +424,7 @@ func startCaller(t *testing.T, ns, target string) *podCaller {
 	t.Cleanup(func() {
 		_ = c.Node.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0))
 	})
+	keepPodLog(t, pod)
 	harness.Eventually(t, 2*time.Minute, "the caller pod ready", func() error {
 		if err := c.Node.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return err

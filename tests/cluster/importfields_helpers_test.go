@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -357,27 +356,12 @@ func endpointsReady(eps *corev1.Endpoints) map[int32]bool {
 	return out
 }
 
-// failedDir is where a failed test keeps what a user would look at: a
-// directory of the suite's logs, kept after the run (unlike a test's
-// temporary directory).
-func failedDir(t *testing.T) string {
-	return filepath.Join(c.LogDir, "failed", strings.NewReplacer("/", "_", " ", "_", ":", "_", "'", "").Replace(t.Name()))
-}
-
-// keepOnFailure writes, when the test has failed, the import, its Service,
-// Endpoints and slices, the node, and kube-proxy's nat rules into
-// failedDir. Registered after the import is created, it runs before the
-// import is deleted.
+// keepOnFailure keeps, when the test has failed, the import, its Service,
+// Endpoints and slices, the node, and kube-proxy's nat rules in the test's
+// artifacts (record). Registered after the import is created, it runs
+// before the import is deleted.
 func keepOnFailure(t *testing.T, ns, name string) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		dir := failedDir(t)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Logf("keep what failed: %v", err)
-			return
-		}
+	record(t).Artifacts().OnFailure(func(a *harness.Artifacts) {
 		ctx := context.Background()
 		var imp v1alpha1.EurekaImport
 		var svc corev1.Service
@@ -392,40 +376,15 @@ func keepOnFailure(t *testing.T, ns, name string) {
 		_ = c.Node.Client.List(ctx, &nodes)
 		for file, obj := range objects {
 			out, err := yaml.Marshal(obj)
-			if err == nil {
-				err = os.WriteFile(filepath.Join(dir, file), out, 0o644)
-			}
 			if err != nil {
-				t.Logf("keep %s: %v", file, err)
+				out = []byte(err.Error())
 			}
+			a.Write(filepath.Join(ns, "import", file), out)
 		}
 		rules, err := exec.Command("iptables-save", "-t", "nat").CombinedOutput()
 		if err != nil {
 			rules = append(rules, []byte("\niptables-save: "+err.Error())...)
 		}
-		_ = os.WriteFile(filepath.Join(dir, "iptables-nat.txt"), rules, 0o644)
-		t.Logf("the import, its Service, Endpoints, slices, the node and kube-proxy's nat rules are kept in %s (kube-proxy's log: %s)", dir, c.Node.LogDir())
-	})
-}
-
-// keepCallerLog writes, when the test has failed, the caller pod's log
-// (each failed call, timed) into failedDir. Registered after startCaller,
-// it runs before the pod is deleted.
-func keepCallerLog(t *testing.T, ns string) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		dir := failedDir(t)
-		logs, err := c.Clientset.CoreV1().Pods(ns).GetLogs("caller", &corev1.PodLogOptions{}).DoRaw(context.Background())
-		if err == nil {
-			err = os.MkdirAll(dir, 0o755)
-		}
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, "caller.log"), logs, 0o644)
-		}
-		if err != nil {
-			t.Logf("keep the caller's log: %v", err)
-		}
+		a.Write("iptables-nat.txt", rules)
 	})
 }

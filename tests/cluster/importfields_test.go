@@ -53,6 +53,7 @@ func TestImportFields_ZoneHintsOnlyWhenAsked_KubeProxyRoutesByThem(t *testing.T)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dropNamespace(t, ns) })
+	record(t).Watch(ns)
 	nodeName, was := nodeZone(t)
 	setNodeZone(t, nodeName, "zone-a")
 	t.Cleanup(func() { setNodeZone(t, nodeName, was) })
@@ -73,7 +74,6 @@ func TestImportFields_ZoneHintsOnlyWhenAsked_KubeProxyRoutesByThem(t *testing.T)
 	svc := waitService(t, ns, app, "the Service without trafficDistribution", trafficDistribution(""))
 
 	caller := startCaller(t, ns, "http://"+svc.Spec.ClusterIP+"/")
-	keepCallerLog(t, ns)
 	// Counted from the first answers on: a call made before kube-proxy
 	// first wrote the new Service's rules goes nowhere.
 	waitAnswered(t, caller, harness.SpringStats{}, vmNames(vms))
@@ -170,6 +170,7 @@ func TestImportFields_ServiceFieldsAsKubeProxyAndCallersReadThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dropNamespace(t, ns) })
+	record(t).Watch(ns)
 	vms := startPlainVMs(t, app, vmSpec{name: "vm-1"}, vmSpec{name: "vm-2"}, vmSpec{name: "vm-3"}) // one machine, the node's address
 	watched := watchSlices(t, ns, app)
 	labels := map[string]string{"app.example.com/team": "almanac", "tier": "backend"}
@@ -198,7 +199,6 @@ func TestImportFields_ServiceFieldsAsKubeProxyAndCallersReadThem(t *testing.T) {
 		t.Errorf("the Service's ipFamilyPolicy is %v, want PreferDualStack", ptr.Deref(p, "unset"))
 	}
 	caller := startCaller(t, ns, "http://"+svc.Spec.ClusterIP+"/")
-	keepCallerLog(t, ns)
 	// Counted from the first answers on: a call made before kube-proxy
 	// first wrote the new Service's rules goes nowhere.
 	waitAnswered(t, caller, harness.SpringStats{}, vmNames(vms))

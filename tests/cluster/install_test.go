@@ -86,6 +86,7 @@ func TestInstall_FromManifestsDefault(t *testing.T) {
 	}
 
 	app := cluster.App{Namespace: "install", Name: "catalog", Replicas: 1, DrainSeconds: ptr.To[int32](2)}
+	record(t).Watch(app.Namespace)
 	if err := c.Deploy(ctx, app, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,12 +39,21 @@ func TestMain(m *testing.M) {
 		fmt.Println("skipped: " + reason)
 		os.Exit(0)
 	}
+	// The setup's logs in a directory of the suite's own, so a failed
+	// start keeps them (harness.KeepSuiteSetup).
+	logs, err := os.MkdirTemp("", "eurekube-cluster-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Minute)
-	var err error
-	c, err = cluster.Start(ctx, cluster.Options{})
+	c, err = cluster.Start(ctx, cluster.Options{LogDir: logs, Node: node.Options{LogDir: filepath.Join(logs, "node")}})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the cluster:", err)
+		if dir, err := harness.KeepSuiteSetup("cluster", logs); err == nil {
+			fmt.Fprintln(os.Stderr, "the setup's logs (the node's processes, cert-manager, Eureka) are kept in", dir)
+		}
 		os.Exit(1)
 	}
 	before, _ := c.Node.HostListings()

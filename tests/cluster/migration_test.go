@@ -36,6 +36,7 @@ func TestMigration_StandbyServeStandby_NoCallFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = vm.Stop() })
+	keepProcessLog(t, "vm-1", vm.Process)
 	deploy(t, app, nil)
 
 	// Standby: both pods registered and held out, the VM serving.

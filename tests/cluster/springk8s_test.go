@@ -59,6 +59,7 @@ func TestSpringK8s_ADiscoveryClientInAPodCallsAnImportedVMServiceByName(t *testi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dropNamespace(t, ns) })
+	record(t).Watch(ns)
 
 	// The image first: cached, it costs an import into containerd.
 	began := time.Now()
@@ -216,6 +217,7 @@ func startSpringK8sClient(t *testing.T, ns, image, service string) *springK8sCli
 	t.Cleanup(func() {
 		_ = c.Node.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0))
 	})
+	keepPodLog(t, pod)
 	// A JVM starting Spring on two cores shared with the other stories.
 	harness.Eventually(t, 5*time.Minute, "the Spring Cloud Kubernetes pod ready", func() error {
 		if err := c.Node.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {

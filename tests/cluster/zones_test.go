@@ -107,6 +107,7 @@ func TestZones_SpringCallersPreferTheirOwnZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sc.Stop() })
+	keepProcessLog(t, "spring-client-zone-b", sc.Process)
 	own := callsAnsweredBy(t, sc, harness.SpringStats{}, 200, inB)
 	t.Logf("zone-b caller while zone-b has a pod: %d calls, answered by %v, %d failed", own.OK, own.ByInstance, own.Failed)
 

@@ -51,6 +51,9 @@ func TestLifecycle_HelmInstallUpgradeUninstallWithoutCertManager(t *testing.T) {
 	}
 	app := cluster.App{Namespace: "ledger", Name: "ledger", Replicas: 2, DrainSeconds: ptr.To[int32](5)}
 	syncer := client.ObjectKey{Namespace: app.Namespace, Name: app.Name}
+	// A failure keeps the app's and the manager's pods, logs, Events and
+	// slices in bin/test-artifacts/lifecycle/.
+	c.Record(t, "lifecycle").Watch(app.Namespace)
 
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := kube.Get(ctx, client.ObjectKey{Name: "certificates.cert-manager.io"}, &crd); !apierrors.IsNotFound(err) {

@@ -50,11 +50,17 @@ func run(m *testing.M) int {
 	defer cleanup()
 	// One node per machine: the start waits while the end-to-end suite's
 	// node runs, so its bound covers that suite too.
+	logs, err := os.MkdirTemp("", "eurekube-lifecycle-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Minute)
-	c, err = cluster.Start(ctx, cluster.Options{Bare: true, Peers: 1})
+	c, err = cluster.Start(ctx, cluster.Options{Bare: true, Peers: 1, LogDir: logs, Node: node.Options{LogDir: filepath.Join(logs, "node")}})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the node:", err)
+		keepSetup(logs)
 		return 1
 	}
 	scheme := harness.Scheme()
@@ -72,6 +78,17 @@ func run(m *testing.M) int {
 		code = 1
 	}
 	return code
+}
+
+// keepSetup keeps the logs of a setup that failed (the node's processes'
+// and Eureka's) in bin/test-artifacts/lifecycle/setup/.
+func keepSetup(logs string) {
+	dir, err := harness.KeepSuiteSetup("lifecycle", logs)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "keep the setup's logs:", err)
+		return
+	}
+	fmt.Fprintln(os.Stderr, "the setup's logs are kept in", dir)
 }
 
 func kubectl(t *testing.T, args ...string) {
