@@ -66,7 +66,7 @@ var (
 // the others skip (needsServers).
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if testing.Short() {
+	if testing.Short() || harness.OnlyComputesRun() {
 		os.Exit(m.Run())
 	}
 	os.Exit(func() int {

@@ -31,16 +31,26 @@ func SkipWhenShort(t testing.TB, needs string) {
 }
 
 // OnlyComputes marks a test that starts no goroutine and only computes (a
-// property test of a pure function): the race detector can find nothing in
-// it and makes it several times slower, so under -race it is skipped. It
-// must be the test's first line: make test's runner finds the tests that
-// begin with it and runs them without the detector, in a job of their own
-// (tests/tools/testrun); make unit runs them too. The import plan's
-// properties took 456 s of the controller suite's 1,048 under -race, and
-// about 65 CPU-s without it.
+// property test of a pure function, archives written and read back): the
+// race detector can find nothing in it and makes it several times slower,
+// so under -race it is skipped. It must be the test's first line: make
+// test's runner finds the tests that begin with it and runs them without
+// the detector, in a job of their own (tests/tools/testrun), with
+// OnlyComputesEnv set; make unit runs those that need only Go. The import
+// plan's properties took 456 s of the controller suite's 1,048 under
+// -race, and about 65 CPU-s without it; the images suite 121 CPU-s, and
+// 32 without.
 func OnlyComputes(t testing.TB) {
 	t.Helper()
 	if RaceDetector {
-		t.Skip("only computes, starts no goroutine: runs without the race detector (make unit; make test's unit tier of this package)")
+		t.Skip("only computes, starts no goroutine: runs without the race detector (make test's job of such tests; make unit)")
 	}
 }
+
+// OnlyComputesEnv is set to 1 in the job of make test that runs only the
+// tests marked OnlyComputes: a TestMain need not start what only its
+// other tests use (an API server, a Eureka server).
+const OnlyComputesEnv = "EUREKUBE_ONLY_COMPUTES"
+
+// OnlyComputesRun says whether this is that job.
+func OnlyComputesRun() bool { return os.Getenv(OnlyComputesEnv) == "1" }

@@ -16,6 +16,7 @@ import (
 // The Dockerfile stays for Docker users: its stages must give the images
 // `make images` builds the same user, entrypoint, binary path and ports.
 func TestDockerfile_GivesTheSameShapeAsTheImages(t *testing.T) {
+	harness.OnlyComputes(t)
 	root, err := harness.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

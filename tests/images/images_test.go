@@ -113,6 +113,7 @@ func readArchive(t *testing.T, spec images.Spec) archive {
 }
 
 func TestArchives_RunAsNonRootFromTheirEntrypoint(t *testing.T) {
+	harness.OnlyComputes(t)
 	for _, spec := range images.All() {
 		t.Run(spec.Name, func(t *testing.T) {
 			a := readArchive(t, spec)
@@ -164,6 +165,7 @@ func TestArchives_RunAsNonRootFromTheirEntrypoint(t *testing.T) {
 }
 
 func TestArchives_HoldTheBuiltBinaryAndNoShell(t *testing.T) {
+	harness.OnlyComputes(t)
 	for _, spec := range images.All() {
 		t.Run(spec.Name, func(t *testing.T) {
 			a := readArchive(t, spec)
@@ -212,6 +214,7 @@ func TestArchives_HoldTheBuiltBinaryAndNoShell(t *testing.T) {
 // An image is its binary and a few hundred KiB beside it (the CA bundle):
 // nothing gets in by accident.
 func TestArchives_AreTheBinaryAndLittleElse(t *testing.T) {
+	harness.OnlyComputes(t)
 	const overhead = 512 << 10
 	for _, spec := range images.All() {
 		t.Run(spec.Name, func(t *testing.T) {
@@ -238,6 +241,7 @@ func TestArchives_AreTheBinaryAndLittleElse(t *testing.T) {
 }
 
 func TestArchives_AreReproducible(t *testing.T) {
+	harness.OnlyComputes(t)
 	dir, err := built()
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/eurekube/eurekube/tests/harness"
 	"github.com/eurekube/eurekube/tests/images"
 )
 
@@ -19,6 +20,7 @@ import (
 // runs (in a chroot of it, as root) with nothing of the host. Its jar is
 // any file here: the test runs java -version, not the app.
 func TestJVMArchive_JavaRunsFromTheImagesOwnFiles(t *testing.T) {
+	harness.OnlyComputes(t)
 	if _, err := exec.LookPath("jlink"); err != nil {
 		t.Skip("no jlink: install a JDK 17+ (make deps)")
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"testing"
 	"time"
+
+	"github.com/eurekube/eurekube/tests/harness"
 )
 
 func TestCompT(t *testing.T) {
@@ -72,5 +74,12 @@ func TestOnlyComputesFunc(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != "TestA" || got[1] != "TestC" {
 		t.Errorf("found %v, want [TestA TestC]", got)
+	}
+}
+
+// testrun names the harness's variable without importing the harness.
+func TestOnlyComputesEnvIsTheHarnesss(t *testing.T) {
+	if onlyComputesEnv != harness.OnlyComputesEnv {
+		t.Errorf("testrun sets %s, the harness reads %s", onlyComputesEnv, harness.OnlyComputesEnv)
 	}
 }

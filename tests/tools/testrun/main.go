@@ -245,8 +245,10 @@ func run(ctx context.Context, o runOptions) error {
 			return err
 		}
 		if len(names) > 0 {
-			args := slices.Concat([]string{"test", "-json", "-short", "-run", "^(" + strings.Join(names, "|") + ")$"}, goTestFlags, pkgs)
-			if err := startSuite(fmt.Sprintf("go test (the %d tests that only compute, without -race)", len(names)), goCmd(ctx, args...)); err != nil {
+			args := slices.Concat([]string{"test", "-json", "-run", "^(" + strings.Join(names, "|") + ")$"}, goTestFlags, pkgs)
+			cmd := goCmd(ctx, args...)
+			cmd.Env = append(os.Environ(), onlyComputesEnv+"=1")
+			if err := startSuite(fmt.Sprintf("go test (the %d tests that only compute, without -race)", len(names)), cmd); err != nil {
 				return err
 			}
 		}
@@ -349,10 +351,11 @@ func cost(cmd *exec.Cmd, began time.Time) string {
 // the child subreaper (a pod's containers and their shims, a node's
 // daemons, a JVM whose test binary was killed).
 type cpuBook struct {
-	mu      sync.Mutex
-	waited  time.Duration
-	fuzzing bool
-	fuzz    time.Duration
+	mu     sync.Mutex
+	waited time.Duration
+	// fuzz is the part of waited that the fuzz phase's own commands used
+	// (addFuzz): a suite that ends during that phase is not fuzzing.
+	fuzz time.Duration
 }
 
 var book cpuBook
@@ -366,10 +369,15 @@ func (b *cpuBook) add(cmd *exec.Cmd) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.waited += cpu
-	if b.fuzzing {
-		b.fuzz += cpu
-	}
 	return cpu
+}
+
+// addFuzz is add for a command of the fuzz phase.
+func (b *cpuBook) addFuzz(cmd *exec.Cmd) {
+	cpu := b.add(cmd)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.fuzz += cpu
 }
 
 // report prints where the CPU of the whole run went: the commands waited
@@ -452,6 +460,11 @@ func goList(ctx context.Context, pattern string) ([]string, error) {
 	return strings.Fields(string(out)), nil
 }
 
+// onlyComputesEnv tells the TestMains of the job that runs only the tests
+// that only compute (harness.OnlyComputesEnv; testrun does not import the
+// harness).
+const onlyComputesEnv = "EUREKUBE_ONLY_COMPUTES"
+
 // onlyComputesFunc is a test that begins with harness.OnlyComputes(t).
 var onlyComputesFunc = regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]*)\(t \*testing\.T\) \{\n\tharness\.OnlyComputes\(t\)`)
 
@@ -490,17 +503,9 @@ var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz[A-Za-z0-9_]*)\(`)
 // fuzz runs every fuzz target of the module for fuzzTime, with workers
 // processes (0: go test's default, one per core).
 func fuzz(ctx context.Context, fuzzTime string, workers int) error {
-	book.mu.Lock()
-	book.fuzzing = true
-	book.mu.Unlock()
-	defer func() {
-		book.mu.Lock()
-		book.fuzzing = false
-		book.mu.Unlock()
-	}()
 	list := exec.CommandContext(ctx, "go", "list", "-f", "{{.Dir}}", "./...")
 	out, err := list.Output()
-	book.add(list)
+	book.addFuzz(list)
 	if err != nil {
 		return fmt.Errorf("go list: %w", err)
 	}
@@ -523,7 +528,7 @@ func fuzz(ctx context.Context, fuzzTime string, workers int) error {
 				cmd.Stdout = io.MultiWriter(os.Stdout, &output)
 				cmd.Stderr = cmd.Stdout
 				err := cmd.Run()
-				book.add(cmd)
+				book.addFuzz(cmd)
 				if err != nil && ctx.Err() == nil && coordinatorDeadline(output.String(), target) {
 					// Not the target's failure: replay its corpus (seeds
 					// and testdata/fuzz) to be sure nothing known fails.
@@ -531,7 +536,7 @@ func fuzz(ctx context.Context, fuzzTime string, workers int) error {
 					replay := goCmd(ctx, "test", "-run", "^"+target+"$", dir)
 					replay.Stdout, replay.Stderr = os.Stdout, os.Stderr
 					err = replay.Run()
-					book.add(replay)
+					book.addFuzz(replay)
 				}
 				if err != nil {
 					return fmt.Errorf("fuzz %s: %w", target, err)
