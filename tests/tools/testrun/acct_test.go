@@ -83,3 +83,9 @@ func TestOnlyComputesEnvIsTheHarnesss(t *testing.T) {
 		t.Errorf("testrun sets %s, the harness reads %s", onlyComputesEnv, harness.OnlyComputesEnv)
 	}
 }
+
+func TestArtifactsRootIsTheHarnesss(t *testing.T) {
+	if artifactsRoot != harness.ArtifactsRoot {
+		t.Errorf("testrun lists %s, the harness writes %s", artifactsRoot, harness.ArtifactsRoot)
+	}
+}

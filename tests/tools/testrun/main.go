@@ -329,7 +329,28 @@ func run(ctx context.Context, o runOptions) error {
 	if len(jobs) > 0 {
 		fmt.Printf("testrun: each suite's whole output, passing tests' logs included (go test -json), is in %s\n", o.logs)
 	}
+	if kept := keptArtifacts(o.start); len(kept) > 0 {
+		fmt.Printf("testrun: what the failed tests kept (pods' and the manager's logs, EndpointSlice timelines, every failed call): %s\n", strings.Join(kept, " "))
+	}
 	return errors.Join(errs...)
+}
+
+// artifactsRoot is where a failed test keeps its artifacts, one directory
+// per suite and test (harness.ArtifactsRoot; testrun does not import the
+// harness).
+const artifactsRoot = "bin/test-artifacts"
+
+// keptArtifacts lists the test directories under artifactsRoot written
+// since start.
+func keptArtifacts(start time.Time) []string {
+	dirs, _ := filepath.Glob(filepath.Join(artifactsRoot, "*", "*"))
+	var out []string
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() && fi.ModTime().After(start) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // cost is a command's wall time since began and the CPU time it and the
