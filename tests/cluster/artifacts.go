@@ -388,7 +388,7 @@ func (n *namespaceRecord) keep(a *harness.Artifacts) {
 	if err != nil {
 		a.Write(filepath.Join(n.ns, "events.yaml"), []byte(err.Error()))
 	} else {
-		slices.SortFunc(events.Items, func(x, y eventsv1.Event) int { return eventTime(x).Compare(eventTime(y)) })
+		slices.SortFunc(events.Items, func(x, y eventsv1.Event) int { return EventTime(x).Compare(EventTime(y)) })
 		a.Write(filepath.Join(n.ns, "events.yaml"), yamlOf(events))
 	}
 	logs := filepath.Join(n.ns, "logs")
@@ -432,8 +432,10 @@ func containerLog(ctx context.Context, c *Cluster, p *corev1.Pod, container stri
 	return out, nil
 }
 
-// eventTime is when an Event last happened, whichever API wrote it.
-func eventTime(e eventsv1.Event) time.Time {
+// EventTime is when an Event last happened, whichever API wrote it: the
+// events.k8s.io recorders set eventTime and series, the core/v1 ones
+// (ReplicaSets) the deprecated timestamps.
+func EventTime(e eventsv1.Event) time.Time {
 	last := e.EventTime.Time
 	for _, t := range []time.Time{e.DeprecatedLastTimestamp.Time, e.DeprecatedFirstTimestamp.Time} {
 		if t.After(last) {

@@ -182,22 +182,6 @@ func leader(t *testing.T) (string, *corev1.Pod) {
 	return holder, &pod
 }
 
-// lastSeen is when an Event last happened, whichever API wrote it: the
-// events.k8s.io recorders set eventTime and series, the core/v1 ones
-// (ReplicaSets) the deprecated timestamps.
-func lastSeen(e eventsv1.Event) time.Time {
-	last := e.EventTime.Time
-	for _, t := range []time.Time{e.DeprecatedLastTimestamp.Time, e.DeprecatedFirstTimestamp.Time} {
-		if t.After(last) {
-			last = t
-		}
-	}
-	if e.Series != nil && e.Series.LastObservedTime.After(last) {
-		last = e.Series.LastObservedTime.Time
-	}
-	return last
-}
-
 // recorder is an HTTP server on the node's address that records when each
 // pod's own hook called it: /hook/<kind>, naming the pod in X-Pod (exec
 // hooks through the test app) or by its source IP (httpGet hooks).

@@ -84,7 +84,7 @@ func TestRollingUpdate_ManagerLeaderKilledNoCallFails(t *testing.T) {
 		if e.Reason != "FailedCreate" {
 			continue
 		}
-		if lastSeen(e).Before(killedAt.Truncate(time.Second)) {
+		if cluster.EventTime(e).Before(killedAt.Truncate(time.Second)) {
 			t.Logf("before the kill, a create failed and its ReplicaSet retried: %s", e.Note)
 			continue
 		}
