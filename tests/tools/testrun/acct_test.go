@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"os/exec"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,5 +89,26 @@ func TestOnlyComputesEnvIsTheHarnesss(t *testing.T) {
 func TestArtifactsRootIsTheHarnesss(t *testing.T) {
 	if artifactsRoot != harness.ArtifactsRoot {
 		t.Errorf("testrun lists %s, the harness writes %s", artifactsRoot, harness.ArtifactsRoot)
+	}
+}
+
+// Run from the module's root as make test runs it, the scan finds the
+// tests that only compute in their packages, and every fuzz target.
+func TestFindTestFuncs_FindsTheMarkedTestsAndTheFuzzTargets(t *testing.T) {
+	t.Chdir("../../..")
+	pkgs, names, err := onlyComputes(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(pkgs, "github.com/eurekube/eurekube/controller") || !slices.Contains(names, "TestImportPlan_OneInstancesChangeWritesOneSliceAtMost") {
+		t.Errorf("only-computes: packages %v, tests %v", pkgs, names)
+	}
+	fuzzes, err := findTestFuncs(t.Context(), fuzzFunc, func(*exec.Cmd) time.Duration { return 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(fuzzes, func(f testFuncs) bool { return f.pkg == "github.com/eurekube/eurekube/gateway" })
+	if i < 0 || !slices.Contains(fuzzes[i].names, "FuzzRequest") {
+		t.Errorf("fuzz targets: %+v", fuzzes)
 	}
 }

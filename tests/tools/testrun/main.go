@@ -394,11 +394,12 @@ func (b *cpuBook) add(cmd *exec.Cmd) time.Duration {
 }
 
 // addFuzz is add for a command of the fuzz phase.
-func (b *cpuBook) addFuzz(cmd *exec.Cmd) {
+func (b *cpuBook) addFuzz(cmd *exec.Cmd) time.Duration {
 	cpu := b.add(cmd)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.fuzz += cpu
+	return cpu
 }
 
 // report prints where the CPU of the whole run went: the commands waited
@@ -489,34 +490,53 @@ const onlyComputesEnv = "EUREKUBE_ONLY_COMPUTES"
 // onlyComputesFunc is a test that begins with harness.OnlyComputes(t).
 var onlyComputesFunc = regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]*)\(t \*testing\.T\) \{\n\tharness\.OnlyComputes\(t\)`)
 
-// onlyComputes finds the tests that skip themselves under the race
-// detector because they only compute, and their packages.
-func onlyComputes(ctx context.Context) (pkgs, names []string, err error) {
+// testFuncs are the functions of a package's test files that a pattern
+// found: its first group, the name.
+type testFuncs struct {
+	pkg, dir string
+	names    []string
+}
+
+// findTestFuncs reads the test files of every package of the module and
+// returns, for each package with any, the functions re finds; add writes
+// down the go list's CPU.
+func findTestFuncs(ctx context.Context, re *regexp.Regexp, add func(*exec.Cmd) time.Duration) ([]testFuncs, error) {
 	list := exec.CommandContext(ctx, "go", "list", "-f", "{{.ImportPath}} {{.Dir}}", "./...")
 	out, err := list.Output()
-	book.add(list)
+	add(list)
 	if err != nil {
-		return nil, nil, fmt.Errorf("go list: %w", err)
+		return nil, fmt.Errorf("go list: %w", err)
 	}
+	var found []testFuncs
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		pkg, dir, _ := strings.Cut(line, " ")
 		files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
-		found := false
+		t := testFuncs{pkg: pkg, dir: dir}
 		for _, f := range files {
 			src, err := os.ReadFile(f)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
-			for _, m := range onlyComputesFunc.FindAllSubmatch(src, -1) {
-				names = append(names, string(m[1]))
-				found = true
+			for _, m := range re.FindAllSubmatch(src, -1) {
+				t.names = append(t.names, string(m[1]))
 			}
 		}
-		if found {
-			pkgs = append(pkgs, pkg)
+		if len(t.names) > 0 {
+			found = append(found, t)
 		}
 	}
-	return pkgs, names, nil
+	return found, nil
+}
+
+// onlyComputes finds the tests that skip themselves under the race
+// detector because they only compute, and their packages.
+func onlyComputes(ctx context.Context) (pkgs, names []string, err error) {
+	found, err := findTestFuncs(ctx, onlyComputesFunc, book.add)
+	for _, t := range found {
+		pkgs = append(pkgs, t.pkg)
+		names = append(names, t.names...)
+	}
+	return pkgs, names, err
 }
 
 var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz[A-Za-z0-9_]*)\(`)
@@ -524,44 +544,35 @@ var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz[A-Za-z0-9_]*)\(`)
 // fuzz runs every fuzz target of the module for fuzzTime, with workers
 // processes (0: go test's default, one per core).
 func fuzz(ctx context.Context, fuzzTime string, workers int) error {
-	list := exec.CommandContext(ctx, "go", "list", "-f", "{{.Dir}}", "./...")
-	out, err := list.Output()
-	book.addFuzz(list)
+	found, err := findTestFuncs(ctx, fuzzFunc, book.addFuzz)
 	if err != nil {
-		return fmt.Errorf("go list: %w", err)
+		return err
 	}
-	for _, dir := range strings.Fields(string(out)) {
-		files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
-		for _, f := range files {
-			src, err := os.ReadFile(f)
-			if err != nil {
-				return err
+	for _, pkg := range found {
+		dir := pkg.dir
+		for _, target := range pkg.names {
+			fmt.Printf("fuzz %s %s (%s)\n", dir, target, fuzzTime)
+			args := []string{"test", "-run", "^$", "-fuzz", "^" + target + "$", "-fuzztime", fuzzTime}
+			if workers > 0 {
+				args = append(args, "-parallel", strconv.Itoa(workers))
 			}
-			for _, m := range fuzzFunc.FindAllSubmatch(src, -1) {
-				target := string(m[1])
-				fmt.Printf("fuzz %s %s (%s)\n", dir, target, fuzzTime)
-				args := []string{"test", "-run", "^$", "-fuzz", "^" + target + "$", "-fuzztime", fuzzTime}
-				if workers > 0 {
-					args = append(args, "-parallel", strconv.Itoa(workers))
-				}
-				var output bytes.Buffer
-				cmd := goCmd(ctx, append(args, dir)...)
-				cmd.Stdout = io.MultiWriter(os.Stdout, &output)
-				cmd.Stderr = cmd.Stdout
-				err := cmd.Run()
-				book.addFuzz(cmd)
-				if err != nil && ctx.Err() == nil && coordinatorDeadline(output.String(), target) {
-					// Not the target's failure: replay its corpus (seeds
-					// and testdata/fuzz) to be sure nothing known fails.
-					fmt.Printf("testrun: fuzz %s: Go's fuzzing coordinator reported its own -fuzztime deadline as a failure, with no failing input (golang/go#75804, fixed in Go 1.27; it happens when a starved worker misses the deadline); replaying the target's corpus instead\n", target)
-					replay := goCmd(ctx, "test", "-run", "^"+target+"$", dir)
-					replay.Stdout, replay.Stderr = os.Stdout, os.Stderr
-					err = replay.Run()
-					book.addFuzz(replay)
-				}
-				if err != nil {
-					return fmt.Errorf("fuzz %s: %w", target, err)
-				}
+			var output bytes.Buffer
+			cmd := goCmd(ctx, append(args, dir)...)
+			cmd.Stdout = io.MultiWriter(os.Stdout, &output)
+			cmd.Stderr = cmd.Stdout
+			err := cmd.Run()
+			book.addFuzz(cmd)
+			if err != nil && ctx.Err() == nil && coordinatorDeadline(output.String(), target) {
+				// Not the target's failure: replay its corpus (seeds
+				// and testdata/fuzz) to be sure nothing known fails.
+				fmt.Printf("testrun: fuzz %s: Go's fuzzing coordinator reported its own -fuzztime deadline as a failure, with no failing input (golang/go#75804, fixed in Go 1.27; it happens when a starved worker misses the deadline); replaying the target's corpus instead\n", target)
+				replay := goCmd(ctx, "test", "-run", "^"+target+"$", dir)
+				replay.Stdout, replay.Stderr = os.Stdout, os.Stderr
+				err = replay.Run()
+				book.addFuzz(replay)
+			}
+			if err != nil {
+				return fmt.Errorf("fuzz %s: %w", target, err)
 			}
 		}
 	}
