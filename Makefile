@@ -20,9 +20,17 @@ export EUREKUBE_CACHE := $(CACHE)
 # for all of them: the images, the node's suites, make unit and lint share
 # one build cache entry per package. The race detector's builds (cgo,
 # CGO_ENABLED=1 where they run) and fuzzing's (instrumented) stay apart.
-# GOFLAGS keeps what go env says (go env -w included).
+# The test binaries link without a symbol table or DWARF (-ldflags=-s,
+# which implies -w): a panic's and the race detector's stacks keep their
+# files and lines (they come from the runtime's own tables), and linking,
+# 146 of a warm make test's 1,943 CPU-s at 2a64bae, costs a fifth less (the
+# controller's race test binary: 10.3 -> 8.1 CPU-s, 103 -> 78 MB). Builds
+# that set -ldflags themselves (the images, the tools) keep theirs.
+# GOFLAGS keeps what go env says (go env -w included; an -ldflags there
+# wins).
 export CGO_ENABLED ?= 0
-export GOFLAGS := $(strip $(filter-out -trimpath,$(shell go env GOFLAGS 2>/dev/null)) -trimpath)
+GOENV_FLAGS := $(shell go env GOFLAGS 2>/dev/null)
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOENV_FLAGS)) -trimpath $(if $(filter -ldflags=%,$(GOENV_FLAGS)),,-ldflags=-s))
 # Builds (or finds cached) what the sandbox and the bench run, two builds at
 # a time (tests/tools/artifacts.sh), and exports their paths. Assigned
 # before eval, so a failed build stops the recipe.
