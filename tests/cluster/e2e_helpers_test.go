@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -333,17 +334,77 @@ func waitRolledOutTo(t *testing.T, app cluster.App, peer *harness.Eureka, stamp 
 	return ready
 }
 
+// startClient starts a caller of service by name (Spring, through the
+// Eureka peers, clientCacheSeconds) for t, stopped when t ends. The
+// stories' callers share one JVM (callers), each counting its own calls;
+// when t fails, the JVM's log, where every failed call names its service,
+// is kept as callers/spring-client-<service>.log.
 func startClient(t *testing.T, service string) *harness.SpringClient {
 	t.Helper()
-	sc, err := harness.StartSpringClient(context.Background(), harness.SpringClientOptions{
-		EurekaURL: c.Peers.DefaultZone(), Service: service, CacheSeconds: clientCacheSeconds, LogDir: t.TempDir(),
-	})
+	jvm, err := callers.get()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = sc.Stop() })
+	sc, err := jvm.Call(context.Background(), service, "/", 0)
+	if err != nil {
+		t.Fatalf("%v (the shared client's log: %s)", err, jvm.LogTail())
+	}
+	t.Cleanup(func() {
+		if err := sc.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
 	keepProcessLog(t, "spring-client-"+service, sc.Process)
 	return sc
+}
+
+// callers is the Spring client JVM that the stories' callers share
+// (startClient): a JVM's start costs about 9 CPU-seconds, and the suite's
+// stories called through a dozen. Started on first use and again if it
+// ended; TestMain stops it.
+var callers sharedClient
+
+type sharedClient struct {
+	mu     sync.Mutex
+	client *harness.SpringClient
+	dir    string
+}
+
+func (s *sharedClient) get() (*harness.SpringClient, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client != nil && !s.client.Exited() {
+		return s.client, nil
+	}
+	if s.dir == "" {
+		dir, err := os.MkdirTemp("", "eurekube-cluster-callers-")
+		if err != nil {
+			return nil, err
+		}
+		s.dir = dir
+	}
+	sc, err := harness.StartSpringClient(context.Background(), harness.SpringClientOptions{
+		EurekaURL: c.Peers.DefaultZone(), CacheSeconds: clientCacheSeconds, LogDir: s.dir,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the stories' shared Spring client: %w", err)
+	}
+	s.client = sc
+	return sc, nil
+}
+
+// stop stops the shared JVM and removes its logs.
+func (s *sharedClient) stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var err error
+	if s.client != nil {
+		err = s.client.Stop()
+	}
+	if s.dir != "" {
+		err = errors.Join(err, os.RemoveAll(s.dir))
+	}
+	return err
 }
 
 // recorders are the running tests' Recorders (record).

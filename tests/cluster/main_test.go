@@ -65,6 +65,9 @@ func TestMain(m *testing.M) {
 		}
 	}
 	code := m.Run()
+	if err := callers.stop(); err != nil {
+		problems = append(problems, fmt.Sprint("stop the stories' Spring client: ", err))
+	}
 	start := time.Now()
 	if err := c.Stop(); err != nil {
 		problems = append(problems, fmt.Sprint("stop the cluster: ", err))

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +24,8 @@ type SpringClientOptions struct {
 	// EurekaURL is the server the client discovers through (Eureka.URL()).
 	EurekaURL string
 	// Service is the name the client calls, http://<service><Path>, such
-	// as "orders" (Spring Cloud LoadBalancer resolves it through Eureka).
+	// as "orders" (Spring Cloud LoadBalancer resolves it through Eureka);
+	// empty, it calls nothing until Call starts a caller.
 	Service string
 	Path    string
 	// Interval between two calls (default 20 ms).
@@ -50,6 +53,9 @@ type SpringClient struct {
 	*Process
 	host string
 	port int
+	// caller is the id of one of the JVM's callers (Call), "" for the
+	// caller its arguments started.
+	caller string
 }
 
 // SpringStats is what the client has seen since it started.
@@ -65,8 +71,8 @@ type SpringStats struct {
 // StartSpringClient builds (or finds cached) the client jar, starts it and
 // waits until its /stats answers.
 func StartSpringClient(ctx context.Context, o SpringClientOptions) (*SpringClient, error) {
-	if o.EurekaURL == "" || o.Service == "" || o.LogDir == "" {
-		return nil, errors.New("spring client: SpringClientOptions needs an EurekaURL, a Service and a LogDir")
+	if o.EurekaURL == "" || o.LogDir == "" {
+		return nil, errors.New("spring client: SpringClientOptions needs an EurekaURL and a LogDir")
 	}
 	if o.Path == "" {
 		o.Path = "/"
@@ -225,9 +231,55 @@ func javaTrustStore(caFile, dir string) ([]string, error) {
 	return []string{"-Djavax.net.ssl.trustStore=" + store, "-Djavax.net.ssl.trustStorePassword=" + password, "-Djavax.net.ssl.trustStoreType=PKCS12"}, nil
 }
 
+func (c *SpringClient) url(path string) string {
+	return "http://" + net.JoinHostPort(c.host, strconv.Itoa(c.port)) + path
+}
+
 // StatsURL serves the client's counters as JSON.
 func (c *SpringClient) StatsURL() string {
-	return "http://" + net.JoinHostPort(c.host, strconv.Itoa(c.port)) + "/stats"
+	if c.caller != "" {
+		return c.url("/callers/" + c.caller + "/stats")
+	}
+	return c.url("/stats")
+}
+
+// Call starts another caller in c's JVM: it calls service by name,
+// http://<service><path>, every interval (0: 20 ms), on a thread of its
+// own, through the same Eureka client and load balancer (c's
+// CacheSeconds), and counts what happens apart from c's other callers.
+// What it returns reads that caller's counters; its Stop stops that caller
+// and leaves the JVM running. A suite whose stories call with the same
+// settings starts one JVM for all of them, not one each (a JVM's start
+// costs about 9 CPU-seconds); each call that fails is in the JVM's log
+// with its service.
+func (c *SpringClient) Call(ctx context.Context, service, path string, interval time.Duration) (*SpringClient, error) {
+	if path == "" {
+		path = "/"
+	}
+	if interval == 0 {
+		interval = 20 * time.Millisecond
+	}
+	q := url.Values{"service": {service}, "path": {path}, "interval-ms": {strconv.FormatInt(interval.Milliseconds(), 10)}}
+	var started struct{ ID string }
+	if err := doJSON(ctx, http.MethodPost, c.url("/callers?"+q.Encode()), &started); err != nil {
+		return nil, fmt.Errorf("spring client: start a caller of %s: %w", service, err)
+	}
+	return &SpringClient{Process: c.Process, host: c.host, port: c.port, caller: started.ID}, nil
+}
+
+// Stop stops the client's JVM, or, for a caller that Call started, that
+// caller only.
+func (c *SpringClient) Stop() error {
+	if c.caller == "" {
+		return c.Process.Stop()
+	}
+	if c.Exited() {
+		return nil
+	}
+	if err := doJSON(context.Background(), http.MethodDelete, c.url("/callers/"+c.caller), nil); err != nil {
+		return fmt.Errorf("spring client: stop caller %s: %w", c.caller, err)
+	}
+	return nil
 }
 
 // Stats reads the client's counters.
@@ -242,9 +294,15 @@ func (c *SpringClient) Stats(ctx context.Context) (SpringStats, error) {
 // getJSON decodes into v what url answers 200 with, asking for JSON, within
 // 5 s.
 func getJSON(ctx context.Context, url string, v any) error {
+	return doJSON(ctx, http.MethodGet, url, v)
+}
+
+// doJSON sends a request without a body and decodes into v (nil: ignores)
+// what url answers 200 with, asking for JSON, within 5 s.
+func doJSON(ctx context.Context, method, url string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		return err
 	}
@@ -255,7 +313,11 @@ func getJSON(ctx context.Context, url string, v any) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if v == nil {
+		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
 }
