@@ -18,7 +18,9 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 
@@ -205,35 +207,39 @@ func stamp(t time.Time) string { return t.UTC().Format("15:04:05.000000Z") }
 // watches from there.
 func (n *namespaceRecord) listWatchSlices(ctx context.Context, rv string) (string, []any, watch.Interface, error) {
 	api := n.c.Clientset.DiscoveryV1().EndpointSlices(n.ns)
-	var items []any
-	if rv == "" {
-		list, err := api.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return "", nil, nil, err
-		}
-		for i := range list.Items {
-			items = append(items, &list.Items[i])
-		}
-		rv = list.ResourceVersion
-	}
-	w, err := api.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
-	return rv, items, w, err
+	return listWatch(ctx, rv, api.List, api.Watch)
 }
 
+// listWatchPods is listWatchSlices for the namespace's pods.
 func (n *namespaceRecord) listWatchPods(ctx context.Context, rv string) (string, []any, watch.Interface, error) {
 	api := n.c.Clientset.CoreV1().Pods(n.ns)
+	return listWatch(ctx, rv, api.List, api.Watch)
+}
+
+// listWatch lists with list unless rv is set, and watches with watchFrom
+// from the list's resource version (or rv); the items are pointers to the
+// list's objects.
+func listWatch[L runtime.Object](ctx context.Context, rv string, list func(context.Context, metav1.ListOptions) (L, error), watchFrom func(context.Context, metav1.ListOptions) (watch.Interface, error)) (string, []any, watch.Interface, error) {
 	var items []any
 	if rv == "" {
-		list, err := api.List(ctx, metav1.ListOptions{})
+		l, err := list(ctx, metav1.ListOptions{})
 		if err != nil {
 			return "", nil, nil, err
 		}
-		for i := range list.Items {
-			items = append(items, &list.Items[i])
+		objs, err := meta.ExtractList(l)
+		if err != nil {
+			return "", nil, nil, err
 		}
-		rv = list.ResourceVersion
+		for _, o := range objs {
+			items = append(items, o)
+		}
+		acc, err := meta.ListAccessor(l)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		rv = acc.GetResourceVersion()
 	}
-	w, err := api.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	w, err := watchFrom(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 	return rv, items, w, err
 }
 
