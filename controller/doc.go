@@ -18,8 +18,11 @@
 // synced, which controller-runtime guarantees before the first reconcile.
 //
 // status.lastSyncTime is the last successful read of Eureka; it is
-// rewritten with any other change of the status, or when older than five
-// minutes, so an idle syncer costs no API write per resync.
+// rewritten with any other change of the status, and otherwise once every
+// five minutes at a phase of the syncer's own, so an idle syncer costs no
+// API write per resync, a cluster's refreshes are spread over the five
+// minutes, and a new leader's first pass over right statuses writes none
+// (lastsync.go).
 //
 // Deleting a syncer (finalizer eurekube.io/finalizer) detaches it: the
 // webhook stops injecting at once; the instances of pods that are gone are

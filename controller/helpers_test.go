@@ -94,6 +94,12 @@ type podShape struct {
 
 func (p podShape) create(t testing.TB) *corev1.Pod {
 	t.Helper()
+	return p.createIn(t, k8s)
+}
+
+// createIn creates the pod in the cluster of k8s.
+func (p podShape) createIn(t testing.TB, k8s client.Client) *corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: p.ns, Labels: map[string]string{"app": p.app}, Annotations: p.annotations},

@@ -490,7 +490,7 @@ func (r *importReconciler) reconcilePattern(ctx context.Context, imp *v1alpha1.E
 	ok, reason, msg := patternSynced(imp.Spec.App, m, skipped, s)
 	set(v1alpha1.ConditionSynced, ok, reason, msg)
 	readAt := metav1.NewTime(registry.ReadAt().Truncate(time.Second))
-	if st.LastSyncTime == nil || readAt.Sub(st.LastSyncTime.Time) >= lastSyncRefresh || !equality.Semantic.DeepEqual(before, st) {
+	if lastSyncDue(st.LastSyncTime, readAt.Time, r.leader.since(), imp.UID) || !equality.Semantic.DeepEqual(before, st) {
 		st.LastSyncTime = &readAt
 	}
 	return r.finishImport(ctx, imp, before)

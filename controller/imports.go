@@ -314,7 +314,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	}
 	st.Endpoints = fmt.Sprintf("%d/%d", plan.ready, plan.total)
 	readAt := metav1.NewTime(registry.ReadAt().Truncate(time.Second))
-	if st.LastSyncTime == nil || readAt.Sub(st.LastSyncTime.Time) >= lastSyncRefresh || !equality.Semantic.DeepEqual(before, st) {
+	if lastSyncDue(st.LastSyncTime, readAt.Time, r.leader.since(), imp.UID) || !equality.Semantic.DeepEqual(before, st) {
 		st.LastSyncTime = &readAt
 	}
 	if len(plan.leftOut) > 0 {

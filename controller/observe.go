@@ -36,6 +36,9 @@ type observed struct {
 	// which step failed.
 	eurekaErr    error
 	eurekaReason string
+	// leading: when this reconciler first reconciled; a new leader
+	// refreshes no lastSyncTime alone soon after it (lastsync.go).
+	leading time.Time
 	// elsewhere: the instances of the syncer's app that no Eurekube of
 	// this cluster registered (VMs, other clusters), from the same read.
 	elsewhere []eureka.Instance

@@ -100,9 +100,6 @@ type Options struct {
 }
 
 const (
-	// lastSyncRefresh: status.lastSyncTime alone is rewritten at most this
-	// often, so an unchanged syncer costs no API write per resync.
-	lastSyncRefresh = 5 * time.Minute
 	// maxNamedPods is how many names a condition message or event lists.
 	maxNamedPods = 5
 	// maxEventNote: the API refuses an Event whose note is longer than
@@ -145,6 +142,8 @@ type Reconciler struct {
 	// appIndexed: the cache has ownership's index of syncers by app
 	// (Setup registers it).
 	appIndexed bool
+	// leader: when this reconciler first reconciled (lastsync.go).
+	leader leaderClock
 }
 
 // NewReconciler returns a reconciler using the manager's clients. Setup
@@ -319,6 +318,7 @@ func indexedSyncers(ctx context.Context, mgr manager.Manager) (toolscache.Indexe
 // orphans, detaches a deleted syncer, and writes the status.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx = r.withReconcileLog(ctx, req)
+	leading := r.leader.since()
 	var s v1alpha1.EurekaSyncer
 	if err := r.client.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -349,6 +349,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		r.recorder.Eventf(&s, nil, corev1.EventTypeWarning, "SyncFailed", "Sync", "%v", err)
 		return reconcile.Result{}, err
 	}
+	obs.leading = leading
 	if obs.eurekaErr == nil {
 		obs.orphansRemoved, obs.instances, obs.eurekaErr = r.collectOrphans(ctx, &s, cl, obs.instances, obs.readAt, obs.pods.uids)
 	}

@@ -54,8 +54,9 @@ const (
 //
 // lastSyncTime (the last successful read of Eureka) does not by itself
 // cause a write each resync: it is refreshed with any other change, or
-// when it is older than lastSyncRefresh. A thousand idle syncers cost no
-// API writes.
+// once per lastSyncRefresh at the syncer's own phase (lastsync.go). A
+// thousand idle syncers cost no API writes, and a new leader's first pass
+// over right statuses none.
 func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alpha1.EurekaSyncerStatus, bool) {
 	next := *s.Status.DeepCopy()
 	next.ObservedGeneration = s.Generation
@@ -89,7 +90,7 @@ func nextStatus(s *v1alpha1.EurekaSyncer, obs *observed, now metav1.Time) (v1alp
 	}
 	notSyncedWhileRefused(&next.Conditions)
 	changed := !equality.Semantic.DeepEqual(s.Status, next)
-	stale := next.LastSyncTime == nil || now.Sub(next.LastSyncTime.Time) >= lastSyncRefresh
+	stale := lastSyncDue(next.LastSyncTime, now.Time, obs.leading, s.UID)
 	if obs.eurekaErr == nil && (changed || stale) {
 		next.LastSyncTime = &now
 		changed = true

@@ -189,15 +189,17 @@ func TestNextStatus_NeverSyncedWhilePodsAreSelectedAndNoneIsUp(t *testing.T) {
 	}
 }
 
-func TestNextStatus_AnUnchangedSyncerIsRewrittenOnlyWhenLastSyncTimeGetsOld(t *testing.T) {
+func TestNextStatus_AnUnchangedSyncerIsRewrittenOncePerRefreshPeriodAtItsPhase(t *testing.T) {
 	s := syncerFixture()
 	obs := observed{pods: podCounts{selected: 1, injected: 1, ready: 1}, instances: instancesFixture("UP")}
-	start := metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
-	s.Status, _ = nextStatus(s, &obs, start)
+	// Written just after its phase came round: the next refresh is a
+	// whole period later.
+	start := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC).Truncate(lastSyncRefresh).Add(lastSyncPhase(s.UID) + time.Second)
+	s.Status, _ = nextStatus(s, &obs, metav1.NewTime(start))
 	for _, tc := range []struct {
 		after time.Duration
 		write bool
-	}{{time.Second, false}, {lastSyncRefresh - time.Second, false}, {lastSyncRefresh, true}} {
+	}{{time.Second, false}, {lastSyncRefresh - 2*time.Second, false}, {lastSyncRefresh, true}} {
 		if _, changed := nextStatus(s, &obs, metav1.NewTime(start.Add(tc.after))); changed != tc.write {
 			t.Errorf("%v later: changed = %v, want %v", tc.after, changed, tc.write)
 		}
