@@ -37,6 +37,8 @@ type restartRun struct {
 	reconciles float64
 	eureka     Counts
 	objects    int
+	// changes: what the pass changed, by status field and Event reason.
+	changes restartChanges
 }
 
 // measureRestart starts the manager again on env, over objects of
@@ -52,6 +54,10 @@ func measureRestart(ctx context.Context, env *scaleEnv, log logrus.FieldLogger, 
 		return run, err
 	}
 	eureka0 := env.proxy.Counts()
+	state0, err := readRestartState(ctx, env.k8s)
+	if err != nil {
+		return run, err
+	}
 	mo := env.mo
 	mo.LogPath = filepath.Join(env.dir, "manager-restarted.log")
 	start := time.Now()
@@ -75,7 +81,10 @@ func measureRestart(ctx context.Context, env *scaleEnv, log logrus.FieldLogger, 
 	run.writes = requests1.sub(requests0).writes()
 	run.leases = run.writes[apiServerLeases]
 	delete(run.writes, apiServerLeases)
-	log.WithFields(logrus.Fields{"readyz": run.readyz, "pass": run.pass, "writes": run.writes.String(), "reconciles": run.reconciles}).Info("the manager started again: its first full pass")
+	if run.changes, err = restartChangesSince(ctx, env.k8s, state0); err != nil {
+		return run, err
+	}
+	log.WithFields(logrus.Fields{"readyz": run.readyz, "pass": run.pass, "writes": run.writes.String(), "reconciles": run.reconciles, "changed": run.changes.String()}).Info("the manager started again: its first full pass")
 	return run, mgr.Stop()
 }
 
@@ -128,8 +137,9 @@ func addRestartFigures(r *Results, id, name string, targets ScaleTargets, rs res
 	f := Figure{
 		ID: id + ".restart_writes", Section: SectionReconciler, Name: name + ", the manager started again over right statuses: API writes of its first full pass",
 		Value: rs.writes.total(), Unit: "writes",
-		Anchor:   fmt.Sprintf("by verb and resource: %s; counted by the kube-apiserver (apiserver_request_total) from the start to the end of the pass", rs.writes),
-		IfMissed: fmt.Sprintf("every status was right already, so each of these (%s) wrote what was there, or what a pass over unchanged objects should leave as it is", rs.writes),
+		Anchor: fmt.Sprintf("by verb and resource: %s; counted by the kube-apiserver (apiserver_request_total) from the start to the end of the pass; what they changed, every syncer and Event read before the start and after the pass: %s",
+			rs.writes, rs.changes),
+		IfMissed: fmt.Sprintf("every status was right already, so each of these (%s) wrote what was there, or what a pass over unchanged objects should leave as it is: %s", rs.writes, rs.changes),
 	}
 	if targets.RestartWrites != nil {
 		f.Target = Max(*targets.RestartWrites)
