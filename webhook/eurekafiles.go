@@ -30,10 +30,11 @@ const (
 )
 
 // eurekaFilesMode is the mode of every file of the volume: readable by
-// anyone in the registrar's container, which runs as registrarUID with no
-// fsGroup to rely on (the kubelet makes the files root's, group fsGroup
-// only when the pod sets one), so 0440 or 0400 would leave the registrar
-// unable to read its own credentials. Nothing else runs in that container
+// anyone in the registrar's container, which runs as its image's user or
+// the UID the platform assigns, with no fsGroup to rely on (the kubelet
+// makes the files root's, group fsGroup only when the pod sets one), so
+// 0440 or 0400 would leave the registrar unable to read its own
+// credentials. Nothing else runs in that container
 // and no other container mounts the volume: the mode exposes nothing.
 const eurekaFilesMode int32 = 0o444
 

@@ -168,12 +168,13 @@ answers), kube-system, then manager.excludedNamespaces. A JSON list.
 
 {{/*
 The Pod Security `restricted` contexts the manager, the gateway and the
-uninstall Job share.
+uninstall Job share. No runAsUser, runAsGroup or fsGroup: the image's USER
+is numeric (65532), which runAsNonRoot checks, and a platform that assigns
+each namespace its own UIDs (OpenShift's restricted-v2) refuses a pod that
+fixes one.
 */}}
 {{- define "eurekube.podSecurityContext" -}}
 runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
