@@ -2,6 +2,7 @@ package helmchart
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,9 @@ import (
 // A real kube-apiserver (envtest, with cert-manager's CRDs) takes every
 // object the chart renders, and Pod Security `restricted`, enforced on the
 // release namespace as manifests/default enforces it, admits the pods of
-// the manager's Deployment and of the uninstall Job. There are no
+// the manager's and the gateway's Deployments and of the uninstall Job,
+// and every pod spec any kustomize directory or chart rendering ships,
+// also once given a UID as OpenShift's restricted-v2 would. There are no
 // controllers: nothing runs, which is all validation and admission need.
 func TestChart_TheAPIServerTakesEveryObjectAndPodSecurityRestrictedAdmitsItsPods(t *testing.T) {
 	crds, err := harness.CertManagerCRDDir()
@@ -84,6 +87,33 @@ func TestChart_TheAPIServerTakesEveryObjectAndPodSecurityRestrictedAdmitsItsPods
 			}
 		})
 	}
+	// Every pod spec of every kustomize directory and chart rendering
+	// (podsecurity_test.go), as shipped and with the UID and fsGroup
+	// OpenShift's restricted-v2 would give it: both pass Pod Security
+	// restricted. They run as the ServiceAccounts created above, which
+	// every rendering names alike.
+	t.Run("every shipped pod passes Pod Security restricted, with an assigned UID too", func(t *testing.T) {
+		n := 0
+		for _, r := range shippedRenderings(t) {
+			for _, p := range podSpecs(t, r.objs) {
+				assigned, err := restrictedV2(p.spec)
+				if err != nil {
+					t.Errorf("%s: %s: %v", r.name, p, err)
+					continue
+				}
+				for form, spec := range map[string]corev1.PodSpec{"as shipped": p.spec, "with the namespace's UID": assigned} {
+					n++
+					pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("shipped-%d", n), Namespace: releaseNamespace}, Spec: spec}
+					if err := cp.Client.Create(ctx, pod, client.DryRunAll); err != nil {
+						t.Errorf("%s: %s, %s: the API server refused it: %v", r.name, p, form, err)
+					}
+				}
+			}
+		}
+		if n == 0 {
+			t.Fatal("no pod spec found in what the project ships")
+		}
+	})
 	t.Run("the uninstall Job's ServiceAccount may delete every syncer and import and wait", func(t *testing.T) {
 		uninstallAsTheJob(ctx, t, cp)
 	})

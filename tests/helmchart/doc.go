@@ -6,7 +6,9 @@
 // reference following the release namespace (the pod write policy's
 // ServiceAccount too, in a kustomize overlay as well), and a real kube-apiserver
 // (envtest) taking every rendered object, with Pod Security restricted
-// admitting the manager's, the gateway's and the uninstall Job's pods,
+// admitting the manager's, the gateway's and the uninstall Job's pods and
+// every pod spec of every kustomize directory and chart rendering, none of
+// which fixes a UID (also once given one as OpenShift's restricted-v2 would),
 // `eurekube uninstall` deleting syncers as the uninstall Job's
 // ServiceAccount, and the gateway's RBAC: what its ServiceAccount may do
 // by SubjectAccessReviews (no Secret outside its namespace), and the
