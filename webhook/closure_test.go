@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -272,7 +273,8 @@ func FuzzInject_WhatIsAdmittedTheRegistrarAccepts(f *testing.F) {
 }
 
 // (b) Inject(Inject(p)) = Inject(p) for every outcome: the pod admitted
-// comes back unchanged (no patch), and a denied pod is denied again.
+// comes back unchanged (no patch), and a denied pod is denied again. And
+// what is admitted fixes no user or group.
 func FuzzInject_IsIdempotent(f *testing.F) {
 	addSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -285,6 +287,7 @@ func FuzzInject_IsIdempotent(f *testing.F) {
 			}
 			return
 		}
+		checkFixesNoUser(t, first.Pod)
 		second := Inject(first.Pod, enabledNamespace(), syncers, defaults)
 		if second.Denied != "" {
 			t.Fatalf("Eurekube denies its own output (%s): %s", first.Reason, second.Denied)
@@ -341,6 +344,23 @@ func FuzzInject_ConvergesAfterALaterWebhook(f *testing.F) {
 			t.Fatalf("not converged: a third call denies %q or patches %s", third.Denied, opsOf(third.Patch))
 		}
 	})
+}
+
+// checkFixesNoUser fails when an admitted pod, whose generated spec asks
+// for no user or group, comes back with one: the registrar and the drain
+// helper run as their image's numeric user, and a platform that assigns
+// each namespace its UIDs (OpenShift's restricted-v2) refuses a pod that
+// fixes one.
+func checkFixesNoUser(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	if sc := pod.Spec.SecurityContext; sc != nil && (sc.RunAsUser != nil || sc.RunAsGroup != nil || sc.FSGroup != nil) {
+		t.Fatalf("the pod's securityContext fixes a user or group: %+v", sc)
+	}
+	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+		if sc := c.SecurityContext; sc != nil && (sc.RunAsUser != nil || sc.RunAsGroup != nil) {
+			t.Fatalf("container %s fixes a user or group: runAsUser %v, runAsGroup %v", c.Name, ptr.Deref(sc.RunAsUser, -1), ptr.Deref(sc.RunAsGroup, -1))
+		}
+	}
 }
 
 // checkPatch applies r's patch to pod's JSON as the API server would and
