@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds (or finds cached) what the tests and the sandbox run, and prints
 # `export VAR=path` lines for the Makefile to eval. With --test-tools,
-# also what only the tests use: Helm (the chart's tests) and promtool (the
-# alerts' tests).
+# also what only the tests use: Helm (the chart's tests), promtool (the
+# alerts' tests), the Spring Cloud Kubernetes client and Spring Boot Admin
+# (end-to-end stories); make run and make bench build neither (on a fresh
+# machine the two Maven builds and their class-data archives took 91 s of
+# the sandbox's longer lane).
 #
 # The builds run in two lanes at once. On a cold machine each build leaves
 # a core idle part of the time (a Go link is mostly single-threaded, a
@@ -39,11 +42,13 @@ lane() { # lane VAR=script ...: runs each build in turn, its path in $out/VAR
 # the other lane takes everything else.
 a=(KUBEBUILDER_ASSETS=tests/tools/envtest/build.sh)
 b=(EUREKUBE_EUREKA_JAR=tests/eureka-server/build.sh
-  EUREKUBE_SPRING_CLIENT_JAR=tests/spring-client/build.sh
-  EUREKUBE_SPRING_K8S_CLIENT_JAR=tests/spring-k8s-client/build.sh
-  EUREKUBE_SPRING_BOOT_ADMIN_JAR=tests/spring-boot-admin/build.sh
-  EUREKUBE_CERT_MANAGER=tests/tools/certmanager/build.sh)
-b+=(EUREKUBE_COREDNS=tests/tools/coredns/build.sh)
+  EUREKUBE_SPRING_CLIENT_JAR=tests/spring-client/build.sh)
+if $test_tools; then
+  b+=(EUREKUBE_SPRING_K8S_CLIENT_JAR=tests/spring-k8s-client/build.sh
+    EUREKUBE_SPRING_BOOT_ADMIN_JAR=tests/spring-boot-admin/build.sh)
+fi
+b+=(EUREKUBE_CERT_MANAGER=tests/tools/certmanager/build.sh
+  EUREKUBE_COREDNS=tests/tools/coredns/build.sh)
 if $test_tools; then
   b+=(EUREKUBE_HELM=tests/tools/helm/build.sh)
   a+=(EUREKUBE_PROMTOOL=tests/tools/promtool/build.sh)
