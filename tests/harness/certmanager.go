@@ -103,7 +103,7 @@ func StartCertManager(ctx context.Context, cp *ControlPlane, o CertManagerOption
 	if cm.Process, err = StartProcess("cert-manager", o.Binary, args, nil, o.LogPath); err != nil {
 		return nil, err
 	}
-	if err := cm.WaitHTTP200(ctx, nil, cm.HealthURL()+"/readyz", o.StartTimeout); err != nil {
+	if err := cm.WaitHTTP200(ctx, nil, cm.HealthURL()+"/readyz?verbose", o.StartTimeout); err != nil {
 		return nil, err
 	}
 	return cm, nil

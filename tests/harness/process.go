@@ -3,9 +3,11 @@ package harness
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -115,7 +117,8 @@ func (p *Process) LogTail() string {
 
 // WaitHTTP200 waits until url answers 200 through c (nil: a plain client),
 // the process exits (an error with its log), or timeout (the process is
-// killed).
+// killed; the error says what url last answered, such as a /readyz?verbose
+// body naming the check that failed).
 func (p *Process) WaitHTTP200(ctx context.Context, c *http.Client, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -124,19 +127,25 @@ func (p *Process) WaitHTTP200(ctx context.Context, c *http.Client, url string, t
 	}
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	last := "nothing"
 	for {
-		if resp, err := c.Get(url); err == nil {
+		resp, err := c.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
+			last = fmt.Sprintf("%s: %s", resp.Status, strings.TrimSpace(string(body)))
+		} else {
+			last = err.Error()
 		}
 		select {
 		case <-p.done:
 			return fmt.Errorf("%s exited during start-up (log %s):\n%s", p.name, p.logPath, p.LogTail())
 		case <-ctx.Done():
 			p.Kill()
-			return fmt.Errorf("%s: %s did not answer 200 within %s (log %s):\n%s", p.name, url, timeout, p.logPath, p.LogTail())
+			return fmt.Errorf("%s: %s did not answer 200 within %s; it last answered %s (log %s):\n%s", p.name, url, timeout, last, p.logPath, p.LogTail())
 		case <-tick.C:
 		}
 	}
