@@ -6,22 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/controller"
 	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/tests/harness"
-	"github.com/eurekube/eurekube/webhook"
 )
 
 // restartClusterID is the cluster id of the restart test's managers.
@@ -129,38 +123,7 @@ func TestRestart_ANewLeaderOverRightStatusesWritesNothing(t *testing.T) {
 // the test ends).
 func startRestartManager(t *testing.T, cp *harness.ControlPlane) (stop func()) {
 	t.Helper()
-	m, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controller.CacheOptions(),
-		// The suite's manager runs the same controller in this process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
-	if err != nil {
-		t.Fatalf("manager: %v", err)
-	}
-	logs := &lockedBuffer{}
-	log := logrus.New()
-	log.SetOutput(logs)
-	if err := controller.Setup(m, controller.Options{ClusterID: restartClusterID, ResyncPeriod: resync, EurekaTimeout: 5 * time.Second, Logger: log,
-		Defaults: webhook.Defaults{Allowed: localEureka()}}); err != nil {
-		t.Fatalf("reconciler: %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan error, 1)
-	go func() { stopped <- m.Start(ctx) }()
-	var done bool
-	stop = func() {
-		if done {
-			return
-		}
-		done = true
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("the manager logged:\n%s", logs)
-		}
-	}
-	t.Cleanup(stop) // before the control plane stops
-	return stop
+	return startManagerOn(t, cp, restartClusterID, "the manager")
 }
 
 // podVersions is the resourceVersion of each pod in ns.

@@ -278,32 +278,45 @@ func (sd *side) counts(other *side) error {
 func startSecondCluster(t *testing.T, id string) client.Client {
 	t.Helper()
 	cp := harness.ControlPlaneT(t, harness.ControlPlaneOptions{})
+	startManagerOn(t, cp, id, "the second cluster's manager")
+	return cp.Client
+}
+
+// startManagerOn starts a manager of cluster id, named name in errors and
+// logs, on cp (the suite's own runs the same controllers in this process),
+// and returns what stops it; t's cleanup stops it too, before cp stops.
+func startManagerOn(t *testing.T, cp *harness.ControlPlane, id, name string) (stop func()) {
+	t.Helper()
 	m, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: cp.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, Cache: controller.CacheOptions(),
 		// The suite's manager runs the same controller in this process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)}})
 	if err != nil {
-		t.Fatalf("the second cluster's manager: %v", err)
+		t.Fatalf("%s: %v", name, err)
 	}
 	logs := &lockedBuffer{}
 	log := logrus.New()
 	log.SetOutput(logs)
 	if err := controller.Setup(m, controller.Options{ClusterID: id, ResyncPeriod: resync, EurekaTimeout: 5 * time.Second, Logger: log,
 		Defaults: webhook.Defaults{Allowed: localEureka()}}); err != nil {
-		t.Fatalf("the second cluster's reconciler: %v", err)
+		t.Fatalf("%s's reconciler: %v", name, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- m.Start(ctx) }()
-	t.Cleanup(func() { // before the control plane stops
-		cancel()
-		if err := <-stopped; err != nil {
-			t.Errorf("the second cluster's manager: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("the second cluster's manager logged:\n%s", logs)
-		}
-	})
-	return cp.Client
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-stopped; err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			if t.Failed() {
+				t.Logf("%s logged:\n%s", name, logs)
+			}
+		})
+	}
+	t.Cleanup(stop) // before the control plane stops
+	return stop
 }
 
 // mirrorPod creates in cl the pod of the same workload in another cluster:
