@@ -74,12 +74,7 @@ func StartSpringClient(ctx context.Context, o SpringClientOptions) (*SpringClien
 	if o.EurekaURL == "" || o.LogDir == "" {
 		return nil, errors.New("spring client: SpringClientOptions needs an EurekaURL and a LogDir")
 	}
-	if o.Path == "" {
-		o.Path = "/"
-	}
-	if o.Interval == 0 {
-		o.Interval = 20 * time.Millisecond
-	}
+	o.Path, o.Interval = callDefaults(o.Path, o.Interval)
 	if o.CacheSeconds == 0 {
 		o.CacheSeconds = 30
 	}
@@ -253,18 +248,25 @@ func (c *SpringClient) StatsURL() string {
 // costs about 9 CPU-seconds); each call that fails is in the JVM's log
 // with its service.
 func (c *SpringClient) Call(ctx context.Context, service, path string, interval time.Duration) (*SpringClient, error) {
-	if path == "" {
-		path = "/"
-	}
-	if interval == 0 {
-		interval = 20 * time.Millisecond
-	}
+	path, interval = callDefaults(path, interval)
 	q := url.Values{"service": {service}, "path": {path}, "interval-ms": {strconv.FormatInt(interval.Milliseconds(), 10)}}
 	var started struct{ ID string }
 	if err := doJSON(ctx, http.MethodPost, c.url("/callers?"+q.Encode()), &started); err != nil {
 		return nil, fmt.Errorf("spring client: start a caller of %s: %w", service, err)
 	}
 	return &SpringClient{Process: c.Process, host: c.host, port: c.port, caller: started.ID}, nil
+}
+
+// callDefaults are a caller's path and interval with the defaults filled
+// in: "/" and 20 ms.
+func callDefaults(path string, interval time.Duration) (string, time.Duration) {
+	if path == "" {
+		path = "/"
+	}
+	if interval == 0 {
+		interval = 20 * time.Millisecond
+	}
+	return path, interval
 }
 
 // Stop stops the client's JVM, or, for a caller that Call started, that
