@@ -81,6 +81,20 @@ func (p *Process) Kill() {
 	<-p.done
 }
 
+// killWithStacks has the process write where each of its threads is before
+// it is killed: SIGQUIT makes a Go program write every goroutine's stack to
+// its log and exit, and a JVM write a thread dump and go on. A start-up that
+// hangs is then explained by the log it leaves.
+func (p *Process) killWithStacks() {
+	if p.Signal(syscall.SIGQUIT) == nil {
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	p.Kill()
+}
+
 // Stop sends SIGTERM and waits up to 10 s before killing the group.
 func (p *Process) Stop() error {
 	if p.Exited() {
@@ -116,9 +130,9 @@ func (p *Process) LogTail() string {
 }
 
 // WaitHTTP200 waits until url answers 200 through c (nil: a plain client),
-// the process exits (an error with its log), or timeout (the process is
-// killed; the error says what url last answered, such as a /readyz?verbose
-// body naming the check that failed).
+// the process exits (an error with its log), or timeout (the process writes
+// its threads' stacks to its log and is killed; the error says what url last
+// answered, such as a /readyz?verbose body naming the check that failed).
 func (p *Process) WaitHTTP200(ctx context.Context, c *http.Client, url string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -144,8 +158,9 @@ func (p *Process) WaitHTTP200(ctx context.Context, c *http.Client, url string, t
 		case <-p.done:
 			return fmt.Errorf("%s exited during start-up (log %s):\n%s", p.name, p.logPath, p.LogTail())
 		case <-ctx.Done():
-			p.Kill()
-			return fmt.Errorf("%s: %s did not answer 200 within %s; it last answered %s (log %s):\n%s", p.name, url, timeout, last, p.logPath, p.LogTail())
+			tail := p.LogTail()
+			p.killWithStacks()
+			return fmt.Errorf("%s: %s did not answer 200 within %s; it last answered %s (log %s, which ends with its threads' stacks):\n%s", p.name, url, timeout, last, p.logPath, tail)
 		case <-tick.C:
 		}
 	}

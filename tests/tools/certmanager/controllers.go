@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	"golang.org/x/sync/errgroup"
 
@@ -46,9 +49,9 @@ var enabledControllers = []string{
 
 // startControllers builds the enabled controllers, runs them in g and
 // starts their shared informers, as cert-manager's controller binary does
-// without leader election, metrics and ACME. The returned flag turns true
-// once every informer has synced.
-func startControllers(ctx context.Context, g *errgroup.Group, o options) (*atomic.Bool, error) {
+// without leader election, metrics and ACME. The returned function names
+// the informers that have not synced yet (none once every one has).
+func startControllers(ctx context.Context, g *errgroup.Group, o options) (func() []string, error) {
 	factory, err := controller.NewContextFactory(ctx, controller.ContextOptions{
 		Kubeconfig:         o.kubeconfig,
 		KubernetesAPIQPS:   50,
@@ -84,24 +87,57 @@ func startControllers(ctx context.Context, g *errgroup.Group, o options) (*atomi
 			return nil
 		})
 	}
+	started := time.Now()
 	shared.SharedInformerFactory.Start(ctx.Done())
 	shared.KubeSharedInformerFactory.Start(ctx.Done())
 	shared.HTTP01ResourceMetadataInformersFactory.Start(ctx.Done())
 
-	var synced atomic.Bool
+	// notSynced asks each started informer once, without waiting: a
+	// closed channel stops WaitForCacheSync after its first check.
+	closed := make(chan struct{})
+	close(closed)
+	notSynced := func() []string {
+		var names []string
+		for typ, ok := range shared.SharedInformerFactory.WaitForCacheSync(closed) {
+			if !ok {
+				names = append(names, typ.String())
+			}
+		}
+		for name, ok := range shared.KubeSharedInformerFactory.WaitForCacheSync(closed) {
+			if !ok {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	// A sync takes milliseconds even on a busy machine; one that has not
+	// finished says every 15 s which informers it still waits for, so a
+	// start that hangs is explained by its log.
 	g.Go(func() error {
-		for _, ok := range shared.SharedInformerFactory.WaitForCacheSync(ctx.Done()) {
-			if !ok {
+		tick := time.NewTicker(15 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
 				return nil
+			case <-tick.C:
+				names := notSynced()
+				if len(names) == 0 {
+					return nil
+				}
+				log.Info("the controllers' informers have not synced yet", "waiting", names, "after", time.Since(started).String())
 			}
 		}
-		for _, ok := range shared.KubeSharedInformerFactory.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				return nil
-			}
+	})
+	g.Go(func() error {
+		synced := shared.SharedInformerFactory.WaitForCacheSync(ctx.Done())
+		kube := shared.KubeSharedInformerFactory.WaitForCacheSync(ctx.Done())
+		if ctx.Err() == nil {
+			log.Info("the controllers' informers have synced", "informers", len(synced)+len(kube), "after", time.Since(started).String())
 		}
-		synced.Store(true)
 		return nil
 	})
-	return &synced, nil
+	return notSynced, nil
 }

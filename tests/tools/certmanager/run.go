@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -16,7 +20,7 @@ import (
 // have synced, so anything created after that is seen.
 func run(ctx context.Context, o options) error {
 	g, ctx := errgroup.WithContext(ctx)
-	controllersSynced, err := startControllers(ctx, g, o)
+	controllersNotSynced, err := startControllers(ctx, g, o)
 	if err != nil {
 		return err
 	}
@@ -25,8 +29,12 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	var injectorSynced atomic.Bool
+	started := time.Now()
 	g.Go(func() error {
-		injectorSynced.Store(injector.GetCache().WaitForCacheSync(ctx))
+		if injector.GetCache().WaitForCacheSync(ctx) {
+			injectorSynced.Store(true)
+			logr.FromContextOrDiscard(ctx).Info("the cainjector's cache has synced", "after", time.Since(started).String())
+		}
 		return nil
 	})
 	if err := injector.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -34,8 +42,8 @@ func run(ctx context.Context, o options) error {
 	}
 	if err := injector.AddReadyzCheck("informers", func(*http.Request) error {
 		var notSynced []error
-		if !controllersSynced.Load() {
-			notSynced = append(notSynced, errors.New("the controllers' informers have not synced"))
+		if names := controllersNotSynced(); len(names) > 0 {
+			notSynced = append(notSynced, fmt.Errorf("the controllers' informers of %s have not synced", strings.Join(names, ", ")))
 		}
 		if !injectorSynced.Load() {
 			notSynced = append(notSynced, errors.New("the cainjector's cache has not synced"))
