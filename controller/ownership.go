@@ -111,7 +111,7 @@ func ownershipCondition(obs *observed) *metav1.Condition {
 // then claim them. A claim of another namespace, or one the manager did
 // not make, is never touched.
 func (r *Reconciler) releaseClaims(ctx context.Context, s *v1alpha1.EurekaSyncer, apps []string) error {
-	inUse, err := r.appsInUse(ctx, s.Namespace, s.Name)
+	inUse, err := r.appsInUse(ctx, s.Namespace, s.Name, apps...)
 	if err != nil {
 		return err
 	}
@@ -137,32 +137,40 @@ func (r *Reconciler) releaseClaims(ctx context.Context, s *v1alpha1.EurekaSyncer
 	return nil
 }
 
-// appsInUse are the apps namespace registers: those of its live syncers
-// (but the one named except), and those its live pods ask for by
-// annotation.
-func (r *Reconciler) appsInUse(ctx context.Context, namespace, except string) (map[string]bool, error) {
-	var syncers v1alpha1.EurekaSyncerList
-	if err := r.client.List(ctx, &syncers, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list EurekaSyncers: %w", err)
-	}
-	var pods corev1.PodList
-	if err := r.client.List(ctx, &pods, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
+// appsInUse says which of apps namespace registers: those of its live
+// syncers (but the one named except), and those its live pods ask for by
+// annotation. Each app is read through the cache's indexes (syncers by
+// app, pods by the app they ask for), never by listing the namespace: the
+// claim sweeper asks once for each claim, so a namespace of many syncers
+// and pods would otherwise be copied out of the cache once per claim.
+func (r *Reconciler) appsInUse(ctx context.Context, namespace, except string, apps ...string) (map[string]bool, error) {
 	inUse := map[string]bool{}
-	for i := range syncers.Items {
-		// A syncer that only names the app uses nothing: ownership is
-		// earned, and kept, by registering.
-		if o := &syncers.Items[i]; o.Name != except && o.DeletionTimestamp == nil && ownership.Registers(o) {
-			inUse[o.EffectiveAppName()] = true
+	for _, app := range apps {
+		var syncers v1alpha1.EurekaSyncerList
+		if err := r.client.List(ctx, &syncers, client.InNamespace(namespace), ownership.SyncersOf(app), client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("list the EurekaSyncers of app %s: %w", app, err)
 		}
-	}
-	for i := range pods.Items {
-		// A terminating pod still registers (a Recreate rollout drains every
-		// pod before the new ones start); a finished one never will again.
-		p := &pods.Items[i]
-		if name, ok := p.Annotations[v1alpha1.AnnotationAppName]; ok && !finished(p) {
-			inUse[strings.ToUpper(name)] = true
+		for i := range syncers.Items {
+			// A syncer that only names the app uses nothing: ownership is
+			// earned, and kept, by registering.
+			if o := &syncers.Items[i]; o.Name != except && o.DeletionTimestamp == nil && ownership.Registers(o) {
+				inUse[app] = true
+			}
+		}
+		if inUse[app] {
+			continue
+		}
+		var pods corev1.PodList
+		if err := r.client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingFields{podsByApp: strings.ToUpper(app)}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("list the pods that ask for app %s: %w", app, err)
+		}
+		for i := range pods.Items {
+			// A terminating pod still registers (a Recreate rollout drains
+			// every pod before the new ones start); a finished one never
+			// will again.
+			if !finished(&pods.Items[i]) {
+				inUse[app] = true
+			}
 		}
 	}
 	return inUse, nil
@@ -252,7 +260,7 @@ func (r *claimSweeper) Reconcile(ctx context.Context, req reconcile.Request) (re
 		return reconcile.Result{}, nil
 	}
 	now := time.Now()
-	inUse, err := r.appsInUse(ctx, claim.Spec.Namespace, "")
+	inUse, err := r.appsInUse(ctx, claim.Spec.Namespace, "", claim.Spec.App)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

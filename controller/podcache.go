@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unique"
@@ -30,6 +31,9 @@ const (
 	podsBySyncer = "eurekube.io/syncer"
 	// podsByNode: the node the pod is bound to.
 	podsByNode = "spec.nodeName"
+	// podsByApp: the Eureka app the pod asks for by annotation
+	// (eurekube.io/app-name), upper-cased as Eureka names apps.
+	podsByApp = v1alpha1.AnnotationAppName
 )
 
 // indexPods registers the pod cache's indexes with the manager.
@@ -50,6 +54,14 @@ func indexPods(ctx context.Context, mgr manager.Manager) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("index pods by node: %w", err)
+	}
+	if err := fi.IndexField(ctx, &corev1.Pod{}, podsByApp, func(o client.Object) []string {
+		if name, ok := o.GetAnnotations()[v1alpha1.AnnotationAppName]; ok {
+			return []string{strings.ToUpper(name)}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index pods by app: %w", err)
 	}
 	return nil
 }

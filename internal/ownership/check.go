@@ -56,6 +56,12 @@ func IndexSyncers(ctx context.Context, fi client.FieldIndexer) error {
 	return nil
 }
 
+// SyncersOf selects, from a cache with the index IndexSyncers registers,
+// the syncers that register app.
+func SyncersOf(app string) client.MatchingFields {
+	return client.MatchingFields{syncersByApp: upper(app)}
+}
+
 // Check says whether namespace ns may register app. An app no policy
 // names and no namespace has claimed belongs to its first registrant: the
 // namespace of the oldest live syncer that registers it (FirstRegistrant),
@@ -90,7 +96,7 @@ func (c Checker) Check(ctx context.Context, app string, ns Namespace, claim bool
 	var syncers v1alpha1.EurekaSyncerList
 	opts := []client.ListOption{client.UnsafeDisableDeepCopy}
 	if c.Indexed {
-		opts = append(opts, client.MatchingFields{syncersByApp: upper(app)})
+		opts = append(opts, SyncersOf(app))
 	}
 	if err := c.Reader.List(ctx, &syncers, opts...); err != nil {
 		return Verdict{}, fmt.Errorf("list EurekaSyncers: %w", err)

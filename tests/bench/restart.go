@@ -22,6 +22,10 @@ import (
 // election and writes no Lease of its own.
 const apiServerLeases = "PUT leases"
 
+// restartProfileSeconds is how long the restarted manager's CPU profile
+// runs from /readyz: longer than its pass (the target is 3 s).
+const restartProfileSeconds = 8
+
 // restartRun is the first full pass of a manager started again.
 type restartRun struct {
 	// readyz: its start → /readyz (caches synced: the controllers start,
@@ -68,9 +72,18 @@ func measureRestart(ctx context.Context, env *scaleEnv, log logrus.FieldLogger, 
 	defer func() { _ = mgr.Stop() }()
 	ready := time.Now()
 	run.readyz = ready.Sub(start)
+	// A CPU profile of the pass, for reading what it spends (its manager
+	// may predate the flag: then there is none).
+	profiled := make(chan error, 1)
+	go func() {
+		profiled <- mgr.profile(ctx, fmt.Sprintf("profile?seconds=%d", restartProfileSeconds), filepath.Join(env.dir, "restart-cpu.prof"))
+	}()
 	done, reconciled, err := waitPassDone(ctx, mgr.MetricsURL(), controller, objects, 5*time.Minute)
 	if err != nil {
 		return run, fmt.Errorf("%w (manager log %s)", err, mo.LogPath)
+	}
+	if err := <-profiled; err != nil {
+		log.WithError(err).Warn("no CPU profile of the restarted manager")
 	}
 	run.pass, run.reconciles = done.Sub(ready), reconciled
 	requests1, err := readAPIRequests(ctx, env.cp)
