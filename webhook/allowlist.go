@@ -2,7 +2,9 @@ package webhook
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
 	"github.com/eurekube/eurekube/internal/allowlist"
@@ -74,7 +76,7 @@ func (d Defaults) CheckAllowed(s *v1alpha1.EurekaSyncer) error {
 		refusals = append(refusals, Refusal{Reason: v1alpha1.ReasonRegistrarImageNotAllowed, Field: "spec.sidecar.image", Value: image})
 	}
 	if urls := s.Spec.Eureka.ServiceURLs; len(urls) > 0 {
-		own := allowlist.HostsOf(d.EurekaURLs)
+		own := ownHosts(d.EurekaURLs)
 		for i, u := range urls {
 			if !own.AllowsURL(u) && !d.Allowed.EurekaHosts.AllowsURL(u) {
 				refusals = append(refusals, Refusal{Reason: v1alpha1.ReasonEurekaHostNotAllowed,
@@ -98,4 +100,29 @@ func refuseNotAllowed(r Result, err error) Result {
 		r.Reason = ReasonRegistrarImageNotAllowed
 	}
 	return r
+}
+
+// ownHosts is allowlist.HostsOf(urls), the hosts of the manager's own
+// Eureka servers (Defaults.EurekaURLs), parsed again only when urls
+// change: the webhook checks the servers of every registrar it admits
+// against them (checkRegistrarHosts), and a syncer's and the gateway
+// token's servers too, and parsing the manager's URLs for each pod was
+// half of that check's time.
+func ownHosts(urls []string) allowlist.Hosts {
+	if last := lastOwnHosts.Load(); last != nil && slices.Equal(last.urls, urls) {
+		return last.hosts
+	}
+	hosts := allowlist.HostsOf(urls)
+	lastOwnHosts.Store(&parsedHosts{urls: slices.Clone(urls), hosts: hosts})
+	return hosts
+}
+
+// lastOwnHosts is what ownHosts parsed last: a manager has one list of
+// servers, so one is kept.
+var lastOwnHosts atomic.Pointer[parsedHosts]
+
+// parsedHosts are the hosts of urls (read only: shared by every caller).
+type parsedHosts struct {
+	urls  []string
+	hosts allowlist.Hosts
 }

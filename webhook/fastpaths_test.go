@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/eurekube/eurekube/api/v1alpha1"
+	"github.com/eurekube/eurekube/internal/allowlist"
 	"github.com/eurekube/eurekube/internal/builders"
 	"github.com/eurekube/eurekube/sidecar"
 )
@@ -103,11 +105,99 @@ func TestEnvKey_TellsEnvironmentsApart(t *testing.T) {
 		{{Name: "A", Value: "0:"}},
 		{{Name: "B", Value: ""}, {Name: "A", Value: ""}},
 	} {
-		k := string(envKey(env))
+		k := string(appendEnvKey(nil, env))
 		if other, seen := keys[k]; seen {
 			t.Fatalf("%v and %v share the key %q", other, env, k)
 		}
 		keys[k] = env
+	}
+}
+
+// Two container environments have one key only when readEnv reads them
+// alike: a value and a fieldRef of the same strings, an API version and
+// none, are apart; a valueFrom beside a value is not read; one with any
+// other valueFrom has no key.
+func TestContainerEnvKey_TellsEnvironmentsApart(t *testing.T) {
+	field := func(apiVersion, path string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: apiVersion, FieldPath: path}}
+	}
+	keys := map[string][]corev1.EnvVar{}
+	for _, env := range [][]corev1.EnvVar{
+		nil,
+		{{Name: "A", Value: "BC"}},
+		{{Name: "AB", Value: "C"}},
+		{{Name: "A", Value: "1:B"}},
+		{{Name: "A"}, {Name: "B"}},
+		{{Name: "B"}, {Name: "A"}},
+		{{Name: "A", Value: "metadata.name"}},
+		{{Name: "A", ValueFrom: field("", "metadata.name")}},
+		{{Name: "A", ValueFrom: field("v1", "metadata.name")}},
+		{{Name: "A", ValueFrom: field("", "v1metadata.name")}},
+		{{Name: "A", ValueFrom: field("", "metadata.name")}, {Name: "B", Value: "x"}},
+	} {
+		k, ok := appendContainerEnvKey(nil, env)
+		if !ok {
+			t.Fatalf("%v has no key", env)
+		}
+		if other, seen := keys[string(k)]; seen {
+			t.Fatalf("%v and %v share the key %q", other, env, k)
+		}
+		keys[string(k)] = env
+	}
+	value, _ := appendContainerEnvKey(nil, []corev1.EnvVar{{Name: "A", Value: "x"}})
+	beside, _ := appendContainerEnvKey(nil, []corev1.EnvVar{{Name: "A", Value: "x", ValueFrom: field("", "metadata.name")}})
+	if !bytes.Equal(value, beside) {
+		t.Errorf("a valueFrom beside a value changes the key: %q, %q", value, beside)
+	}
+	secret := &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}
+	both := field("", "metadata.name")
+	both.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Key: "k"}
+	for _, from := range []*corev1.EnvVarSource{secret, both, {}} {
+		if k, ok := appendContainerEnvKey(nil, []corev1.EnvVar{{Name: "A", ValueFrom: from}}); ok {
+			t.Errorf("valueFrom %+v has the key %q: want none", from, k)
+		}
+	}
+}
+
+// A registrar's environment is read as readEnv reads it, from the cache
+// or not, a refusal included, on every call.
+func TestReadEnvOnce_IsReadEnvEveryTime(t *testing.T) {
+	injected := v1alpha1.RegistrarContainer(inject(t, springPod(), syncer("orders", time.Hour))).Env
+	refused := append(slices.Clone(injected), corev1.EnvVar{Name: sidecar.EnvPort, Value: "70000"})
+	unknown := append(slices.Clone(injected), corev1.EnvVar{Name: sidecar.EnvAppName, Value: "$(NOPE)"})
+	noIdentity := slices.Clone(injected[1:])
+	credentials := append(slices.Clone(injected), corev1.EnvVar{Name: sidecar.EnvEurekaPassword, ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "eureka"}, Key: "password"}}})
+	for _, env := range [][]corev1.EnvVar{injected, refused, unknown, noIdentity, credentials, injected} {
+		want := readEnv(env)
+		for range 2 { // read, then kept
+			if got := readEnvOnce(env); !reflect.DeepEqual(got, want) {
+				t.Fatalf("readEnvOnce = %+v; readEnv: %+v", got, want)
+			}
+		}
+	}
+	if v := readEnvOnce(injected); !v.ok || v.settings.AppName != "ORDERS" {
+		t.Fatalf("the injected registrar: %+v, want read, app ORDERS", v)
+	}
+	for _, env := range [][]corev1.EnvVar{refused, unknown, noIdentity} {
+		if v := readEnvOnce(env); v.ok || v.why == "" {
+			t.Fatalf("%+v: want a refusal saying why", v)
+		}
+	}
+}
+
+// ownHosts is allowlist.HostsOf for every list of servers, one changed in
+// place after it was parsed included.
+func TestOwnHosts_IsHostsOfEveryList(t *testing.T) {
+	urls := []string{"http://eureka:8761/eureka"}
+	for _, list := range [][]string{urls, {"http://eureka-0:8761/eureka", "https://eureka.example.com/eureka"}, urls, nil, {}, urls} {
+		if got, want := ownHosts(list), allowlist.HostsOf(list); !reflect.DeepEqual(got, want) {
+			t.Fatalf("ownHosts(%q) = %+v; allowlist.HostsOf: %+v", list, got, want)
+		}
+	}
+	urls[0] = "http://other:8761/eureka"
+	if got, want := ownHosts(urls), allowlist.HostsOf(urls); !reflect.DeepEqual(got, want) {
+		t.Fatalf("the list changed in place: ownHosts = %+v; allowlist.HostsOf: %+v", got, want)
 	}
 }
 

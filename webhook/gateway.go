@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/eurekube/eurekube/internal/allowlist"
 	"github.com/eurekube/eurekube/sidecar"
 )
 
@@ -54,7 +53,7 @@ func addGatewayToken(pod *corev1.Pod, d Defaults, s *sidecar.Config) bool {
 	if d.GatewayAudience == "" || len(s.EurekaURLs) == 0 {
 		return false
 	}
-	own := allowlist.HostsOf(d.EurekaURLs)
+	own := ownHosts(d.EurekaURLs)
 	for _, u := range s.EurekaURLs {
 		if !own.AllowsURL(u) {
 			return false

@@ -309,26 +309,54 @@ func registrarSettings(pod *corev1.Pod, app int, port int32, cfg Config) (sideca
 // The registrar's answer depends on rendered alone, and the pods of one
 // workload render the same settings, so it is kept (acceptedSettings).
 func registrarAccepts(rendered []sidecar.EnvVar) error {
-	if err := acceptedSettings.parse(rendered).err; err != nil {
+	if err := parseSettings(rendered).err; err != nil {
 		return fmt.Errorf("the registrar would refuse its settings: %w", err)
 	}
 	return nil
 }
 
 // acceptedSettings keeps what sidecar.ParseInjected says of each
-// environment, up to maxAcceptedSettings of them: the settings the
-// webhook renders (registrarAccepts), then the same settings read back
-// from the pod it admits (registrars.go).
-var acceptedSettings = settingsVerdicts{verdicts: map[string]settingsVerdict{}}
+// environment: the settings the webhook renders (registrarAccepts), then
+// the same settings read back from the pod it admits (registrars.go).
+var acceptedSettings = newVerdictCache[settingsVerdict]()
 
-// maxAcceptedSettings bounds acceptedSettings: past it, it starts again
+// maxAcceptedSettings bounds each verdictCache: past it, it starts again
 // empty. A cluster renders about one environment per syncer and workload.
 const maxAcceptedSettings = 4096
 
-type settingsVerdicts struct {
+// verdictCache keeps what a parse of an environment said, by the
+// environment's key, up to maxAcceptedSettings of them.
+type verdictCache[V any] struct {
 	mu       sync.RWMutex
-	verdicts map[string]settingsVerdict
+	verdicts map[string]V
 }
+
+func newVerdictCache[V any]() *verdictCache[V] {
+	return &verdictCache[V]{verdicts: map[string]V{}}
+}
+
+// get is the verdict kept for key.
+func (c *verdictCache[V]) get(key []byte) (V, bool) {
+	c.mu.RLock()
+	v, ok := c.verdicts[string(key)] // no copy of key to look it up
+	c.mu.RUnlock()
+	return v, ok
+}
+
+// put keeps v for key, a copy of key.
+func (c *verdictCache[V]) put(key []byte, v V) {
+	c.mu.Lock()
+	if len(c.verdicts) >= maxAcceptedSettings {
+		clear(c.verdicts)
+	}
+	c.verdicts[string(key)] = v
+	c.mu.Unlock()
+}
+
+// envKeyBuffer is the room for an environment's key on the stack, so
+// that looking an environment up allocates nothing: the registrar's
+// environment takes about a kilobyte; a longer one spills to the heap.
+const envKeyBuffer = 2048
 
 // settingsVerdict is what sidecar.ParseInjected said of an environment:
 // the settings (read only: shared by every pod of that environment), or
@@ -338,42 +366,35 @@ type settingsVerdict struct {
 	err      error
 }
 
-// parse is sidecar.ParseInjected(env)'s app name and error, parsed once
-// per environment.
-func (c *settingsVerdicts) parse(env []sidecar.EnvVar) settingsVerdict {
-	key := envKey(env)
-	c.mu.RLock()
-	v, ok := c.verdicts[string(key)] // no copy of key to look it up
-	c.mu.RUnlock()
-	if ok {
+// parseSettings is sidecar.ParseInjected(env)'s settings and error,
+// parsed once per environment (acceptedSettings).
+func parseSettings(env []sidecar.EnvVar) settingsVerdict {
+	var buf [envKeyBuffer]byte
+	key := appendEnvKey(buf[:0], env)
+	if v, ok := acceptedSettings.get(key); ok {
 		return v
 	}
 	s, err := sidecar.ParseInjected(env)
-	v = settingsVerdict{settings: s, err: err}
-	c.mu.Lock()
-	if len(c.verdicts) >= maxAcceptedSettings {
-		clear(c.verdicts)
-	}
-	c.verdicts[string(key)] = v
-	c.mu.Unlock()
+	v := settingsVerdict{settings: s, err: err}
+	acceptedSettings.put(key, v)
 	return v
 }
 
-// envKey is env as one key, one key per environment: every name and
-// value written after its length, in env's order.
-func envKey(env []sidecar.EnvVar) []byte {
-	n := 0
+// appendEnvKey appends env as one key to b, one key per environment:
+// every name and value written after its length, in env's order.
+func appendEnvKey(b []byte, env []sidecar.EnvVar) []byte {
 	for _, e := range env {
-		n += len(e.Name) + len(e.Value) + 8
-	}
-	b := make([]byte, 0, n)
-	for _, e := range env {
-		b = strconv.AppendInt(b, int64(len(e.Name)), 10)
-		b = append(append(b, ':'), e.Name...)
-		b = strconv.AppendInt(b, int64(len(e.Value)), 10)
-		b = append(append(b, ':'), e.Value...)
+		b = appendLengthPrefixed(b, e.Name)
+		b = appendLengthPrefixed(b, e.Value)
 	}
 	return b
+}
+
+// appendLengthPrefixed appends s to b after its length and a ':', so that
+// keys made of such strings tell every sequence of them apart.
+func appendLengthPrefixed(b []byte, s string) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	return append(append(b, ':'), s...)
 }
 
 // InjectedSettings are the settings the registrar of an injected pod was
@@ -396,7 +417,7 @@ func injectedAppName(pod *corev1.Pod) (app string, ok bool) {
 	if env == nil {
 		return "", false
 	}
-	v := acceptedSettings.parse(env)
+	v := parseSettings(env)
 	return v.settings.AppName, v.err == nil
 }
 

@@ -3,6 +3,7 @@ package webhook
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -147,7 +148,9 @@ func imageRepository(image string) string {
 
 // podContainer is what registrars reads of any kind of container.
 type podContainer struct {
-	field               string
+	// list and index say where it is in the pod (field).
+	list                string
+	index               int
 	name, image         string
 	command, args       []string
 	env                 []corev1.EnvVar
@@ -160,19 +163,26 @@ type podContainer struct {
 func containersOf(pod *corev1.Pod) []podContainer {
 	out := make([]podContainer, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers)+len(pod.Spec.EphemeralContainers))
 	for i, c := range pod.Spec.InitContainers {
-		out = append(out, podContainer{field: fmt.Sprintf("spec.initContainers[%d]", i), name: c.Name, image: c.Image,
+		out = append(out, podContainer{list: "spec.initContainers", index: i, name: c.Name, image: c.Image,
 			command: c.Command, args: c.Args, env: c.Env, envFrom: c.EnvFrom, initContainer: true,
 			restartPolicyAlways: c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways})
 	}
 	for i, c := range pod.Spec.Containers {
-		out = append(out, podContainer{field: fmt.Sprintf("spec.containers[%d]", i), name: c.Name, image: c.Image,
+		out = append(out, podContainer{list: "spec.containers", index: i, name: c.Name, image: c.Image,
 			command: c.Command, args: c.Args, env: c.Env, envFrom: c.EnvFrom})
 	}
 	for i, c := range pod.Spec.EphemeralContainers {
-		out = append(out, podContainer{field: fmt.Sprintf("spec.ephemeralContainers[%d]", i), name: c.Name, image: c.Image,
+		out = append(out, podContainer{list: "spec.ephemeralContainers", index: i, name: c.Name, image: c.Image,
 			command: c.Command, args: c.Args, env: c.Env, envFrom: c.EnvFrom})
 	}
 	return out
+}
+
+// field is where the container is in the pod (spec.initContainers[0]),
+// written only for the registrars: most containers of a pod are the
+// app's, skipped without it.
+func (c podContainer) field() string {
+	return c.list + "[" + strconv.Itoa(c.index) + "]"
 }
 
 // installsTheDrain is true for the drain helper's installer as
@@ -207,18 +217,41 @@ func (ri registrarImages) registrars(pod *corev1.Pod) ([]registrar, error) {
 // readRegistrar reads one registrar container's settings as the kubelet
 // will give them.
 func readRegistrar(c podContainer) (registrar, error) {
-	fail := func(variable, format string, args ...any) error {
-		return &registrarError{Container: c.name, Field: c.field, Image: c.image, Variable: variable, Why: fmt.Sprintf(format, args...)}
+	field := c.field()
+	fail := func(variable, why string) error {
+		return &registrarError{Container: c.name, Field: field, Image: c.image, Variable: variable, Why: why}
 	}
 	switch {
 	case len(c.command) > 0 || len(c.args) > 0:
-		return registrar{}, fail("command and args", "%q: the registrar takes a flag for each setting, which overrides its environment, and Eurekube's registrar has neither command nor args; remove them",
-			append(slices.Clone(c.command), c.args...))
+		return registrar{}, fail("command and args", fmt.Sprintf("%q: the registrar takes a flag for each setting, which overrides its environment, and Eurekube's registrar has neither command nor args; remove them",
+			append(slices.Clone(c.command), c.args...)))
 	case len(c.envFrom) > 0:
-		return registrar{}, fail("envFrom", "%s: its keys are known only when the kubelet starts the container, and any of them may be a registrar setting; set each variable in env instead",
-			envFromSource(c.envFrom[0]))
+		return registrar{}, fail("envFrom", fmt.Sprintf("%s: its keys are known only when the kubelet starts the container, and any of them may be a registrar setting; set each variable in env instead",
+			envFromSource(c.envFrom[0])))
 	}
-	env := kubeletEnv(c.env)
+	v := readEnvOnce(c.env)
+	if !v.ok {
+		return registrar{}, fail(v.variable, v.why)
+	}
+	return registrar{Container: c.name, Field: field, Settings: v.settings}, nil
+}
+
+// envVerdict is what readEnv finds in a registrar's environment: the
+// settings the registrar reads (read only: shared by every container of
+// that environment), or the variable at fault and why.
+type envVerdict struct {
+	ok            bool
+	settings      sidecar.Config
+	variable, why string
+}
+
+// readEnv reads a registrar's settings from its container's env as the
+// kubelet will give them. Its verdict depends on env alone (readEnvOnce).
+func readEnv(containerEnv []corev1.EnvVar) envVerdict {
+	fail := func(variable, format string, args ...any) envVerdict {
+		return envVerdict{variable: variable, why: fmt.Sprintf(format, args...)}
+	}
+	env := kubeletEnv(containerEnv)
 	literal := make([]sidecar.EnvVar, 0, len(env))
 	for _, name := range sidecar.EnvNames() {
 		v, set := env[name]
@@ -226,10 +259,10 @@ func readRegistrar(c podContainer) (registrar, error) {
 			switch {
 			case !set && name == sidecar.EnvNodeName:
 			case !set:
-				return registrar{}, fail(name, "not set; the registrar's identity is the pod's own, from the downward API (fieldRef %s)", path)
+				return fail(name, "not set; the registrar's identity is the pod's own, from the downward API (fieldRef %s)", path)
 			case v.from == nil || v.from.FieldRef == nil || v.from.FieldRef.FieldPath != path ||
 				v.from.FieldRef.APIVersion != "" && v.from.FieldRef.APIVersion != "v1":
-				return registrar{}, fail(name, "%s; the registrar's identity must be the pod's own, fieldRef %s, so that its instance id is its own and no other pod's", v.describe(), path)
+				return fail(name, "%s; the registrar's identity must be the pod's own, fieldRef %s, so that its instance id is its own and no other pod's", v.describe(), path)
 			}
 			continue
 		}
@@ -239,15 +272,63 @@ func readRegistrar(c podContainer) (registrar, error) {
 		case v.from != nil && v.from.SecretKeyRef != nil && slices.Contains(credentialVariables, name):
 			continue
 		case v.from != nil || v.unknown != "":
-			return registrar{}, fail(name, "%s; it decides what the registrar registers, so it must be a literal value", v.describe())
+			return fail(name, "%s; it decides what the registrar registers, so it must be a literal value", v.describe())
 		}
 		literal = append(literal, sidecar.EnvVar{Name: name, Value: v.value})
 	}
-	v := acceptedSettings.parse(literal)
+	v := parseSettings(literal)
 	if v.err != nil {
-		return registrar{}, fail("", "the registrar would refuse its settings: %v", v.err)
+		return fail("", "the registrar would refuse its settings: %v", v.err)
 	}
-	return registrar{Container: c.name, Field: c.field, Settings: v.settings}, nil
+	return envVerdict{ok: true, settings: v.settings}
+}
+
+// registrarEnvs keeps readEnv's verdict on each registrar environment, up
+// to maxAcceptedSettings of them: the webhook reads back the registrar of
+// every pod it injects (checkRegistrars), and the pods of one syncer and
+// workload carry one registrar environment, so it is read once, not once
+// per pod.
+var registrarEnvs = newVerdictCache[envVerdict]()
+
+// readEnvOnce is readEnv(env), read once per environment. An environment
+// with a valueFrom other than a fieldRef (a Secret's credentials, a
+// ConfigMap's value) is read every time: its key would have to hold every
+// selector the kubelet reads, and Eurekube writes none.
+func readEnvOnce(env []corev1.EnvVar) envVerdict {
+	var buf [envKeyBuffer]byte
+	key, ok := appendContainerEnvKey(buf[:0], env)
+	if !ok {
+		return readEnv(env)
+	}
+	if v, hit := registrarEnvs.get(key); hit {
+		return v
+	}
+	v := readEnv(env)
+	registrarEnvs.put(key, v)
+	return v
+}
+
+// appendContainerEnvKey appends env as one key to b, one key per
+// environment as readEnv reads it: every name, then a literal value
+// ('v') or a fieldRef's API version and path ('f'), each written after
+// its length, in env's order. ok is false for an environment with any
+// other valueFrom.
+func appendContainerEnvKey(b []byte, env []corev1.EnvVar) (key []byte, ok bool) {
+	for _, e := range env {
+		b = appendLengthPrefixed(b, e.Name)
+		switch from := e.ValueFrom; {
+		// A value, even with a valueFrom beside it, is what kubeletEnv
+		// reads; no value and no valueFrom is the empty value.
+		case e.Value != "" || from == nil:
+			b = appendLengthPrefixed(append(b, 'v'), e.Value)
+		case from.FieldRef != nil && *from == (corev1.EnvVarSource{FieldRef: from.FieldRef}):
+			b = appendLengthPrefixed(append(b, 'f'), from.FieldRef.APIVersion)
+			b = appendLengthPrefixed(b, from.FieldRef.FieldPath)
+		default:
+			return nil, false
+		}
+	}
+	return b, true
 }
 
 // envValue is a variable of a container as the kubelet gives it.
@@ -328,7 +409,7 @@ func envFromSource(s corev1.EnvFromSource) string {
 // checkRegistrarHosts refuses a registrar that would call a Eureka host
 // the manager does not allow, as for a syncer's spec.eureka.serviceURLs.
 func (d Defaults) checkRegistrarHosts(r registrar) error {
-	own := allowlist.HostsOf(d.EurekaURLs)
+	own := ownHosts(d.EurekaURLs)
 	for _, u := range r.Settings.EurekaURLs {
 		if !own.AllowsURL(u) && !d.Allowed.EurekaHosts.AllowsURL(u) {
 			return fmt.Errorf("container %s (%s): %s names host %s, not an allowed Eureka host (allow it with the manager's --%s, Helm value %s)",
