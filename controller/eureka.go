@@ -194,7 +194,7 @@ func (c *clients) warm(ctx context.Context, elected <-chan struct{}, hold time.D
 	if reg, err := cache.Registry(ctx); err != nil {
 		log.WithError(err).Warn("the registry of the manager's Eureka servers could not be read as it starts: the reconciles read it again")
 	} else {
-		log.WithFields(logrus.Fields{"instances": reg.Len(), "took": time.Since(start).Round(time.Millisecond)}).Info("read the registry of the manager's Eureka servers as it starts")
+		log.WithFields(logrus.Fields{"instances": reg.Len(), "seconds": time.Since(start).Seconds()}).Info("read the registry of the manager's Eureka servers as it starts")
 	}
 	select {
 	case <-elected:
