@@ -26,17 +26,6 @@ var errNoReconciler = errors.New("the manager's reconciler is not set up yet")
 // bind makes r answer.
 func (g *Registries) bind(r *Reconciler) { g.r.Store(r) }
 
-// Warm reads the registry of the manager's own Eureka servers once, as the
-// manager starts (before its caches have filled), so that a new leader's
-// first reconciles find it read; elected is closed when the manager leads
-// (manager.Manager's Elected). It returns when ctx ends, the manager leads,
-// or the read is let go; Setup must have bound the reconciler.
-func (g *Registries) Warm(ctx context.Context, elected <-chan struct{}) {
-	if r := g.r.Load(); r != nil {
-		r.clients.warm(ctx, elected, unusedFor)
-	}
-}
-
 // Instances are app's instances in the last read (at most a resync
 // period old) of the registry of syncer s's servers; an error when there
 // is none (Eureka unreachable, credentials refused).

@@ -114,13 +114,7 @@ func (c *clients) forSyncer(ctx context.Context, s *v1alpha1.EurekaSyncer) (*eur
 		return nil, err
 	}
 	c.reads.settle(s)
-	return c.cacheFor(types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, servers, access)
-}
-
-// cacheFor returns the registry cache of servers read with access, for
-// reader who, making it if there is none.
-func (c *clients) cacheFor(who types.NamespacedName, servers []string, access eurekaAccess) (*eureka.RegistryCache, error) {
-	key, now := access.digest(servers), time.Now()
+	key, who, now := access.digest(servers), types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byKey == nil {
@@ -157,51 +151,6 @@ func (c *clients) cacheFor(who types.NamespacedName, servers []string, access eu
 	}
 	c.publish()
 	return cache.RegistryCache, nil
-}
-
-// startReader is the reader the manager's start-up read of its own
-// servers' registry is held for (warm); no syncer or import has an empty
-// namespace.
-var startReader = types.NamespacedName{Name: "manager start"}
-
-// warm reads the registry of the manager's own servers (--eureka-url, the
-// servers of every syncer and import that names none) as the manager
-// starts, while its caches fill: the first reconciles of a new leader then
-// find it read. Every syncer of those servers waits for the first read,
-// and decoding a registry of 20,000 instances takes more than a second.
-// The read is held as any reader's, so a leader that reads those servers
-// for nothing else lets it go after unusedFor; a standby not elected
-// within hold lets it go then, as it reads registries only for the
-// webhook.
-// A failed read is logged; it is shared like any read of the servers, so a
-// reconcile within maxAge sees the same failure.
-func (c *clients) warm(ctx context.Context, elected <-chan struct{}, hold time.Duration) {
-	if len(c.defaults) == 0 {
-		return
-	}
-	log := c.log.WithField("urls", eureka.RedactAll(c.defaults))
-	servers, err := eureka.ServerSet(c.defaults)
-	if err != nil {
-		log.WithError(err).Warn("the manager's Eureka servers are not read as it starts")
-		return
-	}
-	cache, err := c.cacheFor(startReader, servers, eurekaAccess{})
-	if err != nil {
-		log.WithError(err).Warn("the manager's Eureka servers are not read as it starts")
-		return
-	}
-	start := time.Now()
-	if reg, err := cache.Registry(ctx); err != nil {
-		log.WithError(err).Warn("the registry of the manager's Eureka servers could not be read as it starts: the reconciles read it again")
-	} else {
-		log.WithFields(logrus.Fields{"instances": reg.Len(), "seconds": time.Since(start).Seconds()}).Info("read the registry of the manager's Eureka servers as it starts")
-	}
-	select {
-	case <-elected:
-	case <-ctx.Done():
-	case <-time.After(hold):
-		c.release(startReader)
-	}
 }
 
 // bearerFor is the token the client of servers sends where no credentials

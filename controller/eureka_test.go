@@ -3,13 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -71,53 +66,5 @@ func TestClients_OneCachePerServerSetAndACap(t *testing.T) {
 	}
 	if len(f.clients.byKey) != 1 {
 		t.Errorf("%d caches once every reader reads eureka-3, want 1", len(f.clients.byKey))
-	}
-}
-
-// The manager reads its own servers' registry as it starts: a new
-// leader's first reconcile of a syncer of those servers finds it read and
-// asks the server nothing; a standby that is not elected lets it go.
-func TestClients_WarmReadsTheManagersServersBeforeTheFirstReconcile(t *testing.T) {
-	var fetches atomic.Int32
-	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasSuffix(r.URL.Path, "/apps/") && !strings.HasSuffix(r.URL.Path, "/apps") {
-			http.NotFound(w, r)
-			return
-		}
-		fetches.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"applications":{"versions__delta":"1","apps__hashcode":"UP_1_","application":[{"name":"ORDERS","instance":[`+
-			`{"instanceId":"vm-1","hostName":"vm-1","app":"ORDERS","ipAddr":"10.0.0.1","status":"UP","port":{"$":8080,"@enabled":"true"},"securePort":{"$":443,"@enabled":"false"},`+
-			`"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":90}}]}]}}`)
-	}))
-	defer server.Close()
-	ctx := context.Background()
-
-	f := newReadsFixture()
-	f.clients.defaults = []string{server.URL + "/eureka"}
-	elected := make(chan struct{})
-	close(elected)
-	f.clients.warm(ctx, elected, time.Hour)
-	if got := fetches.Load(); got != 1 {
-		t.Fatalf("%d registry reads as the manager started, want 1", got)
-	}
-	cache, err := f.clients.forSyncer(ctx, builders.Syncer("shop", "orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := cache.Registry(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(reg.Instances("ORDERS")); n != 1 || fetches.Load() != 1 {
-		t.Errorf("the first reconcile: %d instances of ORDERS after %d reads of the server, want 1 instance and no read of its own", n, fetches.Load())
-	}
-
-	// A standby: never elected, it lets the read go after its hold.
-	standby := newReadsFixture()
-	standby.clients.defaults = f.clients.defaults
-	standby.clients.warm(ctx, make(chan struct{}), time.Millisecond)
-	if len(standby.clients.byKey) != 0 || len(standby.clients.readers) != 0 {
-		t.Errorf("a standby not elected holds %d caches for %d readers, want none", len(standby.clients.byKey), len(standby.clients.readers))
 	}
 }

@@ -119,9 +119,6 @@ func Run(ctx context.Context, cfg Config) error {
 		fields["certificateSecret"] = cfg.CertificateSecret
 	}
 	log.WithFields(fields).Info("starting manager")
-	// While the caches fill, so that a new leader's first pass finds the
-	// registry read (controller.Registries.Warm).
-	go registries.Warm(ctx, mgr.Elected())
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
