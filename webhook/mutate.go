@@ -335,22 +335,23 @@ func newVerdictCache[V any]() *verdictCache[V] {
 	return &verdictCache[V]{verdicts: map[string]V{}}
 }
 
-// get is the verdict kept for key.
-func (c *verdictCache[V]) get(key []byte) (V, bool) {
+// once is the verdict kept for key, else compute's, then kept under a
+// copy of key. Looking key up copies nothing.
+func (c *verdictCache[V]) once(key []byte, compute func() V) V {
 	c.mu.RLock()
 	v, ok := c.verdicts[string(key)] // no copy of key to look it up
 	c.mu.RUnlock()
-	return v, ok
-}
-
-// put keeps v for key, a copy of key.
-func (c *verdictCache[V]) put(key []byte, v V) {
+	if ok {
+		return v
+	}
+	v = compute()
 	c.mu.Lock()
 	if len(c.verdicts) >= maxAcceptedSettings {
 		clear(c.verdicts)
 	}
 	c.verdicts[string(key)] = v
 	c.mu.Unlock()
+	return v
 }
 
 // envKeyBuffer is the room for an environment's key on the stack, so
@@ -370,14 +371,10 @@ type settingsVerdict struct {
 // parsed once per environment (acceptedSettings).
 func parseSettings(env []sidecar.EnvVar) settingsVerdict {
 	var buf [envKeyBuffer]byte
-	key := appendEnvKey(buf[:0], env)
-	if v, ok := acceptedSettings.get(key); ok {
-		return v
-	}
-	s, err := sidecar.ParseInjected(env)
-	v := settingsVerdict{settings: s, err: err}
-	acceptedSettings.put(key, v)
-	return v
+	return acceptedSettings.once(appendEnvKey(buf[:0], env), func() settingsVerdict {
+		s, err := sidecar.ParseInjected(env)
+		return settingsVerdict{settings: s, err: err}
+	})
 }
 
 // appendEnvKey appends env as one key to b, one key per environment:

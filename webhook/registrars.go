@@ -300,12 +300,7 @@ func readEnvOnce(env []corev1.EnvVar) envVerdict {
 	if !ok {
 		return readEnv(env)
 	}
-	if v, hit := registrarEnvs.get(key); hit {
-		return v
-	}
-	v := readEnv(env)
-	registrarEnvs.put(key, v)
-	return v
+	return registrarEnvs.once(key, func() envVerdict { return readEnv(env) })
 }
 
 // appendContainerEnvKey appends env as one key to b, one key per
