@@ -9,7 +9,10 @@
 // package (with -race-rest, with the race detector: their -short tests,
 // the unit tier, run there once, not twice), then the fuzz targets; it prints
 // each background job's output when it ends, and says how long the whole
-// run took. The race detector needs cgo and a C compiler: the race runs
+// run took. The suites named by -first (the real node's, whose length is
+// the run's) keep its priority; every other command runs at -nice, so it
+// takes the cores they leave idle and yields them when they want them. The
+// race detector needs cgo and a C compiler: the race runs
 // get CGO_ENABLED=1, and the run stops at once when there is no compiler.
 // Binaries the tests build for the node and the suites stay static: their
 // builds set CGO_ENABLED=0 themselves.
@@ -53,6 +56,8 @@ const runEnv = "EUREKUBE_TESTRUN"
 func main() {
 	background := flag.String("background", "", "comma-separated packages, each run by its own go test from the start, beside the others")
 	race := flag.String("race", "", "comma-separated packages, each run by its own go test -race from the start, beside the others")
+	first := flag.String("first", "", "comma-separated packages of -background that keep the machine's priority: the suites whose length is the run's (the real node's); every other command runs at -nice")
+	niceness := flag.Int("nice", 0, "the niceness (nice(1)) of every command but the -first suites: they use what the -first ones leave")
 	raceRest := flag.Bool("race-rest", false, "run the other packages (all but -background and -race) with -race too")
 	beside := flag.String("beside", "", "a shell command run from the start, beside the tests")
 	fuzzTime := flag.String("fuzztime", "10s", "how long each fuzz target runs")
@@ -105,9 +110,10 @@ func main() {
 	}()
 	var err error
 	if *fuzzOnly {
-		err = fuzz(ctx, *fuzzTime, *fuzzWorkers)
+		err = fuzz(ctx, *fuzzTime, *fuzzWorkers, *niceness)
 	} else {
 		err = run(ctx, runOptions{background: splitList(*background), race: splitList(*race), raceRest: *raceRest,
+			first: splitList(*first), niceness: *niceness,
 			beside: *beside, goTestFlags: goTestFlags, fuzzTime: *fuzzTime, fuzzWorkers: *fuzzWorkers, start: start, logs: *logs})
 	}
 	signal.Stop(signals)
@@ -135,10 +141,14 @@ func fail(start time.Time, err error) {
 type runOptions struct {
 	background, race []string
 	raceRest         bool
-	beside           string
-	goTestFlags      []string
-	fuzzTime         string
-	fuzzWorkers      int
+	// first: the -background patterns left at testrun's priority;
+	// niceness: every other command's (nice(1)), 0 for none.
+	first       []string
+	niceness    int
+	beside      string
+	goTestFlags []string
+	fuzzTime    string
+	fuzzWorkers int
 	// start is when the run began: the tests' timings count from it.
 	start time.Time
 	// logs is where each suite's whole -json output goes.
@@ -148,6 +158,11 @@ type runOptions struct {
 // run runs the tests, then the fuzz targets when they passed.
 func run(ctx context.Context, o runOptions) error {
 	goTestFlags := o.goTestFlags
+	for _, f := range o.first {
+		if !slices.Contains(o.background, f) {
+			return fmt.Errorf("-first %s: not one of the -background packages (%s)", f, strings.Join(o.background, ","))
+		}
+	}
 	if len(o.race) > 0 || o.raceRest {
 		if err := raceReady(ctx); err != nil {
 			return err
@@ -233,6 +248,9 @@ func run(ctx context.Context, o runOptions) error {
 		if b.race {
 			cmd.Env = raceEnv()
 		}
+		if !slices.Contains(o.first, b.pattern) {
+			lower(cmd, o.niceness)
+		}
 		if err := startSuite("go "+strings.Join(slices.Concat(args[:1], args[2:], pkgs), " "), cmd); err != nil {
 			return err
 		}
@@ -248,6 +266,7 @@ func run(ctx context.Context, o runOptions) error {
 			args := slices.Concat([]string{"test", "-json", "-run", "^(" + strings.Join(names, "|") + ")$"}, goTestFlags, pkgs)
 			cmd := goCmd(ctx, args...)
 			cmd.Env = append(os.Environ(), onlyComputesEnv+"=1")
+			lower(cmd, o.niceness)
 			if err := startSuite(fmt.Sprintf("go test (the %d tests that only compute, without -race)", len(names)), cmd); err != nil {
 				return err
 			}
@@ -256,6 +275,7 @@ func run(ctx context.Context, o runOptions) error {
 	if o.beside != "" {
 		cmd := exec.CommandContext(ctx, "bash", "-c", o.beside)
 		cmd.Cancel = func() error { return nil }
+		lower(cmd, o.niceness)
 		if err := start(o.beside, cmd); err != nil {
 			return err
 		}
@@ -271,6 +291,7 @@ func run(ctx context.Context, o runOptions) error {
 	if o.raceRest {
 		cmd.Env = raceEnv()
 	}
+	lower(cmd, o.niceness)
 	command := strings.Join(slices.Concat([]string{"go"}, args), " ")
 	fmt.Printf("testrun: the other packages (%s)\n", command)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -281,7 +302,7 @@ func run(ctx context.Context, o runOptions) error {
 		errs = append(errs, fmt.Errorf("%s: %w", command, err))
 	} else {
 		began = time.Now()
-		if err := fuzz(ctx, o.fuzzTime, o.fuzzWorkers); err != nil {
+		if err := fuzz(ctx, o.fuzzTime, o.fuzzWorkers, o.niceness); err != nil {
 			errs = append(errs, err)
 		}
 		book.mu.Lock()
@@ -472,6 +493,25 @@ func goCmd(ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// lower makes cmd run at niceness n (nice(1) execs it, so what it starts
+// inherits the niceness and the process accounting sees the command
+// itself), when n > 0. The run's length is its slowest lane's, the real
+// node's suites (-first); everything else has room to wait: with a
+// niceness of 10 the scheduler gives it about a tenth of a core that a
+// -first suite wants, and all the cores the -first suites leave idle.
+func lower(cmd *exec.Cmd, n int) {
+	if n <= 0 {
+		return
+	}
+	nice, err := exec.LookPath("nice")
+	if err != nil {
+		fmt.Printf("testrun: %s runs at the usual priority: %v\n", cmd.Args[0], err)
+		return
+	}
+	cmd.Args = slices.Concat([]string{"nice", "-n", strconv.Itoa(n), cmd.Path}, cmd.Args[1:])
+	cmd.Path = nice
+}
+
 func goList(ctx context.Context, pattern string) ([]string, error) {
 	cmd := exec.CommandContext(ctx, "go", "list", pattern)
 	out, err := cmd.Output()
@@ -543,7 +583,7 @@ var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz[A-Za-z0-9_]*)\(`)
 
 // fuzz runs every fuzz target of the module for fuzzTime, with workers
 // processes (0: go test's default, one per core).
-func fuzz(ctx context.Context, fuzzTime string, workers int) error {
+func fuzz(ctx context.Context, fuzzTime string, workers, niceness int) error {
 	found, err := findTestFuncs(ctx, fuzzFunc, book.addFuzz)
 	if err != nil {
 		return err
@@ -558,6 +598,7 @@ func fuzz(ctx context.Context, fuzzTime string, workers int) error {
 			}
 			var output bytes.Buffer
 			cmd := goCmd(ctx, append(args, dir)...)
+			lower(cmd, niceness)
 			cmd.Stdout = io.MultiWriter(os.Stdout, &output)
 			cmd.Stderr = cmd.Stdout
 			err := cmd.Run()
@@ -567,6 +608,7 @@ func fuzz(ctx context.Context, fuzzTime string, workers int) error {
 				// and testdata/fuzz) to be sure nothing known fails.
 				fmt.Printf("testrun: fuzz %s: Go's fuzzing coordinator reported its own -fuzztime deadline as a failure, with no failing input (golang/go#75804, fixed in Go 1.27; it happens when a starved worker misses the deadline); replaying the target's corpus instead\n", target)
 				replay := goCmd(ctx, "test", "-run", "^"+target+"$", dir)
+				lower(replay, niceness)
 				replay.Stdout, replay.Stderr = os.Stdout, os.Stderr
 				err = replay.Run()
 				book.addFuzz(replay)
