@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hudl/fargo"
 	"github.com/op/go-logging"
+	"golang.org/x/sync/errgroup"
 )
 
 func init() {
@@ -202,21 +204,18 @@ func observed(insts []Instance, at time.Time) {
 	}
 }
 
-// decodeRegistry decodes GET /apps, asked for at asked, one application at
-// a time as it arrives, so that a registry of tens of thousands of
-// instances is held once, as decoded instances, and not also as its JSON,
-// fargo's whole-response types and their debug copies of that JSON.
+// decodeRegistry decodes GET /apps, asked for at asked, a batch of
+// applications at a time as it arrives (eachApplication), so that a
+// registry of tens of thousands of instances is held once, as decoded
+// instances, and not also as its whole JSON, fargo's whole-response types
+// and their debug copies of that JSON.
 func decodeRegistry(body io.Reader, asked time.Time) (*Registry, error) {
 	var insts []Instance
 	var latest time.Time
 	hashcode, err := decodeApplications(body, func(dec *json.Decoder) error {
-		return eachApplication(dec, func(app *fargo.Application) error {
-			appInsts, appLatest, err := fromFargoAll(app.Instances)
-			if err != nil {
-				return fmt.Errorf("application %s: %w", app.Name, err)
-			}
-			insts = append(insts, appInsts...)
-			latest = later(latest, appLatest)
+		return eachApplication(dec, func(app appInstances) error {
+			insts = append(insts, app.insts...)
+			latest = later(latest, app.latest)
 			return nil
 		})
 	})
@@ -280,9 +279,40 @@ func eachField(dec *json.Decoder, field func(key string) error) error {
 	return expectDelim(dec, '}')
 }
 
+// appInstances are the instances of one application of an answer, and
+// the latest moment their leases show the server was at.
+type appInstances struct {
+	insts  []Instance
+	latest time.Time
+}
+
+// decodeApplication decodes one application's JSON through fargo and
+// converts its instances.
+func decodeApplication(raw []byte) (appInstances, error) {
+	var app fargo.Application
+	if err := json.Unmarshal(raw, &app); err != nil {
+		return appInstances{}, err
+	}
+	insts, latest, err := fromFargoAll(app.Instances)
+	if err != nil {
+		return appInstances{}, fmt.Errorf("application %s: %w", app.Name, err)
+	}
+	return appInstances{insts: insts, latest: latest}, nil
+}
+
+// decodeBatchBytes is about how much of an answer's JSON eachApplication
+// holds undecoded at once: a few MiB of a registry's twenty.
+var decodeBatchBytes = 4 << 20
+
 // eachApplication decodes the "application" value, an array of
-// applications (or, from old servers, a single one), one at a time.
-func eachApplication(dec *json.Decoder, each func(*fargo.Application) error) error {
+// applications (or, from old servers, a single one), and calls each with
+// them in the answer's order, on the caller's goroutine. The array is read
+// a batch of about decodeBatchBytes of JSON at a time, whose applications
+// are decoded by as many goroutines as Go runs at once: fargo's decoding
+// (a custom unmarshaler inside another, each scanning its bytes again) is
+// most of what reading a large registry costs, and a manager that starts
+// over a thousand syncers waits for that read before its first pass.
+func eachApplication(dec *json.Decoder, each func(appInstances) error) error {
 	tok, err := dec.Token()
 	switch {
 	case err != nil:
@@ -312,19 +342,38 @@ func eachApplication(dec *json.Decoder, each func(*fargo.Application) error) err
 		if err != nil {
 			return err
 		}
-		var app fargo.Application
-		if err := json.Unmarshal(raw, &app); err != nil {
+		app, err := decodeApplication(raw)
+		if err != nil {
 			return err
 		}
-		return each(&app)
+		return each(app)
 	}
 	for dec.More() {
-		var app fargo.Application
-		if err := dec.Decode(&app); err != nil {
+		var batch []json.RawMessage
+		for size := 0; size < decodeBatchBytes && dec.More(); {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return err
+			}
+			batch = append(batch, raw)
+			size += len(raw)
+		}
+		apps := make([]appInstances, len(batch))
+		var g errgroup.Group
+		g.SetLimit(runtime.GOMAXPROCS(0))
+		for i := range batch {
+			g.Go(func() (err error) {
+				apps[i], err = decodeApplication(batch[i])
+				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
 			return err
 		}
-		if err := each(&app); err != nil {
-			return err
+		for _, app := range apps {
+			if err := each(app); err != nil {
+				return err
+			}
 		}
 	}
 	return expectDelim(dec, ']')
