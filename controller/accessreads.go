@@ -20,6 +20,10 @@ import (
 // from 33 GETs a second (one per reconcile, a resync of 30 s) to about 3.
 const accessReadTTL = 5 * time.Minute
 
+// accessShareWithin is how recent a read must be to serve a syncer never
+// read for yet (accessReads).
+const accessShareWithin = time.Second
+
 // accessReads caches the GETs of the Secrets and ConfigMaps syncers'
 // spec.eureka names, by kind, namespace and name, for ttl.
 //
@@ -40,6 +44,14 @@ const accessReadTTL = 5 * time.Minute
 // labelling a Secret or fixing a bundle is seen at the next reconcile, and
 // a password rotated on the server first, which it then refuses, at the
 // reconcile after.
+//
+// A syncer this manager has not yet read for (a new one, and every syncer
+// after the manager starts) reads afresh too, but takes a read of the same
+// object that another syncer made in the last accessShareWithin: a manager
+// that starts over a thousand syncers naming fifty Secrets makes about
+// fifty GETs before its first pass is done, not a thousand, and a copy a
+// second old is as fresh as the syncer could tell apart. A syncer that
+// failed, or whose spec changed, always reads the API server itself.
 type accessReads struct {
 	reader objectGetter
 	ttl    time.Duration
@@ -64,6 +76,9 @@ type cachedRead struct {
 type settledAt struct {
 	generation int64
 	at         time.Time
+	// failed: its last access could not be used (unsettle); it reads
+	// the API server itself until it settles again.
+	failed bool
 }
 
 var accessReadsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -79,12 +94,20 @@ func newAccessReads(reader objectGetter) *accessReads {
 }
 
 // forSyncer is what one reconcile of s reads through: the cache when s is
-// settled at its generation, else the API server.
+// settled at its generation, else the API server, or for a syncer never
+// read for yet, a read of the last accessShareWithin.
 func (c *accessReads) forSyncer(s *v1alpha1.EurekaSyncer) objectGetter {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st, ok := c.settled[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}]
-	return syncerReads{c: c, fresh: !ok || st.generation != s.Generation || c.now().Sub(st.at) > c.ttl}
+	r := syncerReads{c: c, maxAge: c.ttl}
+	switch {
+	case !ok:
+		r.maxAge = accessShareWithin
+	case st.failed || st.generation != s.Generation || c.now().Sub(st.at) > c.ttl:
+		r.maxAge = 0
+	}
+	return r
 }
 
 // settle records that s's access was built from the cache's reads.
@@ -94,18 +117,20 @@ func (c *accessReads) settle(s *v1alpha1.EurekaSyncer) {
 	c.settled[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}] = settledAt{generation: s.Generation, at: c.now()}
 }
 
-// unsettle makes s's next reconcile read afresh.
+// unsettle makes s's next reconciles read the API server until it
+// settles again.
 func (c *accessReads) unsettle(s *v1alpha1.EurekaSyncer) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.settled, types.NamespacedName{Namespace: s.Namespace, Name: s.Name})
+	c.settled[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}] = settledAt{at: c.now(), failed: true}
 }
 
-func (c *accessReads) lookup(k readKey, obj client.Object) bool {
+// lookup copies k's object into obj if it was read less than maxAge ago.
+func (c *accessReads) lookup(k readKey, obj client.Object, maxAge time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.objects[k]
-	if !ok || c.now().Sub(r.at) > c.ttl {
+	if !ok || c.now().Sub(r.at) > maxAge {
 		return false
 	}
 	switch dst := obj.(type) {
@@ -145,10 +170,11 @@ func (c *accessReads) store(k readKey, obj client.Object) {
 	}
 }
 
-// syncerReads reads for one reconcile of a syncer.
+// syncerReads reads for one reconcile of a syncer: through the cache,
+// what was read less than maxAge ago (none when 0).
 type syncerReads struct {
-	c     *accessReads
-	fresh bool
+	c      *accessReads
+	maxAge time.Duration
 }
 
 func (r syncerReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
@@ -157,7 +183,7 @@ func (r syncerReads) Get(ctx context.Context, key client.ObjectKey, obj client.O
 		return r.c.reader.Get(ctx, key, obj, opts...)
 	}
 	k := readKey{kind: kind, key: key}
-	if !r.fresh && r.c.lookup(k, obj) {
+	if r.maxAge > 0 && r.c.lookup(k, obj, r.maxAge) {
 		accessReadsTotal.WithLabelValues(kind, "cache").Inc()
 		return nil
 	}

@@ -72,8 +72,9 @@ func TestAccessReads_AHealthySyncerReadsItsSecretOncePerTTL(t *testing.T) {
 	if gets, _ := f.reconcile(t, orders); !slices.Equal(gets, []string{"Secret/creds"}) {
 		t.Fatalf("first reconcile read %v, want the Secret", gets)
 	}
-	// The second syncer's first reconcile reads afresh, as any syncer not
-	// yet settled does.
+	// The second syncer's first reconcile, over a second later, reads
+	// afresh, as any syncer not yet settled does.
+	f.now = f.now.Add(accessShareWithin + time.Millisecond)
 	if gets, _ := f.reconcile(t, ledger); !slices.Equal(gets, []string{"Secret/creds"}) {
 		t.Fatalf("the second syncer's first reconcile read %v, want the Secret", gets)
 	}
@@ -90,6 +91,39 @@ func TestAccessReads_AHealthySyncerReadsItsSecretOncePerTTL(t *testing.T) {
 	gets, password := f.reconcile(t, orders)
 	if !slices.Equal(gets, []string{"Secret/creds"}) || password != "second" {
 		t.Fatalf("after the TTL: read %v, password %q; want the Secret read again and the rotated password", gets, password)
+	}
+}
+
+// A syncer never read for takes a read of the same Secret that another
+// syncer made less than accessShareWithin ago, not an older one; a syncer
+// that failed, or whose spec changed, reads the API server itself however
+// recent the last read.
+func TestAccessReads_ASyncerNeverReadForSharesAReadASecondOld(t *testing.T) {
+	f := newReadsFixture()
+	syncers := []*v1alpha1.EurekaSyncer{
+		builders.Syncer("shop", "orders", builders.Credentials("creds")),
+		builders.Syncer("shop", "ledger", builders.Credentials("creds")),
+		builders.Syncer("shop", "billing", builders.Credentials("creds")),
+	}
+	if gets, _ := f.reconcile(t, syncers[0]); len(gets) != 1 {
+		t.Fatalf("the first syncer read %v, want the Secret", gets)
+	}
+	f.reader.secrets["creds"]["password"] = []byte("second")
+	f.now = f.now.Add(accessShareWithin / 2)
+	if gets, password := f.reconcile(t, syncers[1]); len(gets) != 0 || password != "first" {
+		t.Fatalf("a new syncer half a second after a read: read %v, password %q; want that read shared", gets, password)
+	}
+	f.now = f.now.Add(accessShareWithin)
+	if gets, password := f.reconcile(t, syncers[2]); len(gets) != 1 || password != "second" {
+		t.Fatalf("a new syncer 1.5 s after the last read: read %v, password %q; want the API server's", gets, password)
+	}
+	// Just read (above): a failed syncer and a changed one read anyway.
+	f.clients.reads.unsettle(syncers[0])
+	syncers[1].Generation++
+	for _, s := range syncers[:2] {
+		if gets, password := f.reconcile(t, s); len(gets) != 1 || password != "second" {
+			t.Fatalf("%s, failed or changed: read %v, password %q; want the API server's", s.Name, gets, password)
+		}
 	}
 }
 
