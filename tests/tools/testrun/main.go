@@ -59,6 +59,7 @@ func main() {
 	first := flag.String("first", "", "comma-separated packages of -background that keep the machine's priority: the suites whose length is the run's (the real node's); every other command runs at -nice")
 	niceness := flag.Int("nice", 0, "the niceness (nice(1)) of every command but the -first suites: they use what the -first ones leave")
 	raceRest := flag.Bool("race-rest", false, "run the other packages (all but -background and -race) with -race too")
+	restParallel := flag.Int("rest-p", 0, "how many of the other packages' test binaries run at once (go test -p; 0: go test's default, one per core)")
 	beside := flag.String("beside", "", "a shell command run from the start, beside the tests")
 	fuzzTime := flag.String("fuzztime", "10s", "how long each fuzz target runs")
 	fuzzWorkers := flag.Int("fuzzworkers", 0, "how many processes fuzz a target at once (0: one per core, as go test's -parallel)")
@@ -113,7 +114,7 @@ func main() {
 		err = fuzz(ctx, *fuzzTime, *fuzzWorkers, *niceness)
 	} else {
 		err = run(ctx, runOptions{background: splitList(*background), race: splitList(*race), raceRest: *raceRest,
-			first: splitList(*first), niceness: *niceness,
+			first: splitList(*first), niceness: *niceness, restParallel: *restParallel,
 			beside: *beside, goTestFlags: goTestFlags, fuzzTime: *fuzzTime, fuzzWorkers: *fuzzWorkers, start: start, logs: *logs})
 	}
 	signal.Stop(signals)
@@ -143,12 +144,14 @@ type runOptions struct {
 	raceRest         bool
 	// first: the -background patterns left at testrun's priority;
 	// niceness: every other command's (nice(1)), 0 for none.
-	first       []string
-	niceness    int
-	beside      string
-	goTestFlags []string
-	fuzzTime    string
-	fuzzWorkers int
+	first    []string
+	niceness int
+	// restParallel: the other packages' go test -p, 0 for its default.
+	restParallel int
+	beside       string
+	goTestFlags  []string
+	fuzzTime     string
+	fuzzWorkers  int
 	// start is when the run began: the tests' timings count from it.
 	start time.Time
 	// logs is where each suite's whole -json output goes.
@@ -286,6 +289,9 @@ func run(ctx context.Context, o runOptions) error {
 	args := []string{"test"}
 	if o.raceRest {
 		args = append(args, "-race")
+	}
+	if o.restParallel > 0 {
+		args = append(args, "-p", strconv.Itoa(o.restParallel))
 	}
 	cmd := goCmd(ctx, slices.Concat(args, goTestFlags, all)...)
 	if o.raceRest {
