@@ -125,7 +125,10 @@ func (n *Node) kubeletConfig() ([]byte, error) {
 		"syncFrequency":               "10s",
 		"fileCheckFrequency":          "10s",
 		"nodeStatusUpdateFrequency":   "5s",
-		"serializeImagePulls":         false,
+		// The node's Lease is renewed every quarter of this: 5 s, against
+		// the controller manager's grace of 25 s (node.go).
+		"nodeLeaseDurationSeconds": 20,
+		"serializeImagePulls":      false,
 	})
 }
 

@@ -685,6 +685,11 @@ func (n *Node) startControllerManager(ctx context.Context) error {
 		// The bridge plugin assigns pod addresses: no node CIDRs.
 		"--controllers=*,-nodeipam", "--allocate-node-cidrs=false",
 		"--flex-volume-plugin-dir="+n.path("volume-plugins"),
+		// A lost node is NotReady 25 s after its last Lease renewal, not
+		// the default 50 s: the kubelet renews every 5 s (its
+		// nodeLeaseDurationSeconds, config.go), so five renewals in a row
+		// must be missed, and the lost-node story waits half as long.
+		"--node-monitor-grace-period=25s",
 	)
 	if err != nil {
 		return err
