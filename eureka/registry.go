@@ -130,14 +130,28 @@ func (r *Registry) InstancesWithMetadata(app string, match map[string]string) []
 	return out
 }
 
-// newRegistry indexes insts by app.
-func newRegistry(insts []Instance, hashcode string) *Registry {
-	r := &Registry{apps: map[string][]Instance{}, hashcode: hashcode, size: len(insts)}
-	for _, inst := range insts {
+// add indexes insts by app: one application's list of an answer is kept
+// as it is when it is the app's first (as in every answer Eureka writes).
+func (r *Registry) add(insts []Instance) {
+	r.size += len(insts)
+	for i, inst := range insts {
 		app := strings.ToUpper(inst.App)
+		if _, seen := r.apps[app]; !seen && allOf(insts[i:], app) {
+			r.apps[app] = insts[i:]
+			return
+		}
 		r.apps[app] = append(r.apps[app], inst)
 	}
-	return r
+}
+
+// allOf says whether every instance of insts is of app (upper-cased).
+func allOf(insts []Instance, app string) bool {
+	for _, inst := range insts {
+		if !strings.EqualFold(inst.App, app) {
+			return false
+		}
+	}
+	return true
 }
 
 // Kinds of change in a delta, as Eureka names them (actionType).

@@ -210,11 +210,11 @@ func observed(insts []Instance, at time.Time) {
 // instances, and not also as its whole JSON, fargo's whole-response types
 // and their debug copies of that JSON.
 func decodeRegistry(body io.Reader, asked time.Time) (*Registry, error) {
-	var insts []Instance
+	r := &Registry{apps: map[string][]Instance{}}
 	var latest time.Time
 	hashcode, err := decodeApplications(body, func(dec *json.Decoder) error {
 		return eachApplication(dec, func(app appInstances) error {
-			insts = append(insts, app.insts...)
+			r.add(app.insts)
 			latest = later(latest, app.latest)
 			return nil
 		})
@@ -222,10 +222,14 @@ func decodeRegistry(body io.Reader, asked time.Time) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode applications: %w", err)
 	}
+	r.hashcode = hashcode
 	// One answer: every lease in it is shown as of the same moment, which
 	// the freshest of them bounds.
-	observed(insts, leaseObservedAt(latest, asked, true))
-	return newRegistry(insts, hashcode), nil
+	at := leaseObservedAt(latest, asked, true)
+	for _, insts := range r.apps {
+		observed(insts, at)
+	}
+	return r, nil
 }
 
 // decodeApplications walks the {"applications": {...}} answer of GET /apps

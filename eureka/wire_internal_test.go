@@ -124,3 +124,28 @@ func TestDecodeRegistry_InBatchesAsFargoDecodesTheWholeAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistryAdd_GroupsByAppWhateverTheBlocks: an app listed in two
+// blocks, and a block holding another app's instance, still end up one
+// list per app, in the answer's order.
+func TestRegistryAdd_GroupsByAppWhateverTheBlocks(t *testing.T) {
+	r := &Registry{apps: map[string][]Instance{}}
+	r.add([]Instance{{App: "orders", InstanceID: "o1"}, {App: "ORDERS", InstanceID: "o2"}})
+	r.add([]Instance{{App: "ledger", InstanceID: "l1"}, {App: "orders", InstanceID: "o3"}})
+	r.add([]Instance{{App: "Orders", InstanceID: "o4"}})
+	ids := func(app string) (out []string) {
+		for _, inst := range r.Instances(app) {
+			out = append(out, inst.InstanceID)
+		}
+		return out
+	}
+	if got := ids("orders"); !reflect.DeepEqual(got, []string{"o1", "o2", "o3", "o4"}) {
+		t.Errorf("orders: %v", got)
+	}
+	if got := ids("ledger"); !reflect.DeepEqual(got, []string{"l1"}) {
+		t.Errorf("ledger: %v", got)
+	}
+	if r.Len() != 5 {
+		t.Errorf("Len %d, want 5", r.Len())
+	}
+}
