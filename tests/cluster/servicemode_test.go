@@ -19,6 +19,7 @@ import (
 // loadBalancerIP is the ingress address the test's "cloud controller"
 // gives the Service: TEST-NET-3, routed by kube-proxy's rules on this
 // host to the pods, so no packet leaves the machine.
+// loadBalancerIP is the Service's ingress IP, in node.LoadBalancerCIDR.
 const loadBalancerIP = "203.0.113.10"
 
 // Service mode, for networks where VMs cannot reach pod IPs: the manager

@@ -20,6 +20,8 @@
 //	Services       10.96.0.0/16 (the API server is 10.96.0.1), kube-proxy in
 //	               iptables mode; the range is routed to eknode0, which drops
 //	               what kube-proxy does not rewrite; NodePorts on 198.51.100.2 only
+//	load balancers 203.0.113.0/24 (TEST-NET-3), the ingress IPs tests give
+//	               LoadBalancer Services; routed to eknode0 as the Service range
 //	DNS            CoreDNS (tests/tools/coredns/build.sh) on 198.51.100.2:53,
 //	               serving cluster.local from the API server; the kubelet's
 //	               clusterDNS, so pods resolve <service>.<namespace>.svc.

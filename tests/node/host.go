@@ -116,8 +116,8 @@ func (n *Node) loadState() (*hostState, error) {
 }
 
 // setUpNetwork puts NodeIP on a port-less bridge (a dummy interface: these
-// kernels lack the dummy driver) and routes the Service range (and the pod
-// range until cni0 exists) to it: a packet for an address in them that no
+// kernels lack the dummy driver) and routes the Service and load-balancer
+// ranges (and the pod range until cni0 exists) to it: a packet for an address in them that no
 // rule rewrites goes nowhere instead of following the default route off
 // the machine.
 func setUpNetwork() error {
@@ -126,6 +126,7 @@ func setUpNetwork() error {
 		{"addr", "add", NodeIP + "/32", "dev", DummyName},
 		{"link", "set", DummyName, "up"},
 		{"route", "add", ServiceCIDR, "dev", DummyName},
+		{"route", "add", LoadBalancerCIDR, "dev", DummyName},
 		{"route", "add", PodCIDR, "dev", DummyName, "metric", "1000"},
 	}
 	for _, args := range steps {
