@@ -5,9 +5,10 @@
 // the start (the end-to-end suite on the real node and the registrar
 // suite spend most of their minutes waiting, not computing), and so do
 // the packages named by -race, with the race detector (the controller
-// suite), and the -beside command (lint); meanwhile it runs every other
-// package (with -race-rest, with the race detector: their -short tests,
-// the unit tier, run there once, not twice), then the fuzz targets; it prints
+// suite), the -beside command (lint) and the fuzz targets, one after
+// another; meanwhile it runs every other package (with -race-rest, with
+// the race detector: their -short tests, the unit tier, run there once,
+// not twice); it prints
 // each background job's output when it ends, and says how long the whole
 // run took. The suites named by -first (the real node's, whose length is
 // the run's) keep its priority; every other command runs at -nice, so it
@@ -111,7 +112,7 @@ func main() {
 	}()
 	var err error
 	if *fuzzOnly {
-		err = fuzz(ctx, *fuzzTime, *fuzzWorkers, *niceness)
+		err = fuzz(ctx, os.Stdout, *fuzzTime, *fuzzWorkers, *niceness)
 	} else {
 		err = run(ctx, runOptions{background: splitList(*background), race: splitList(*race), raceRest: *raceRest,
 			first: splitList(*first), niceness: *niceness, restParallel: *restParallel,
@@ -158,7 +159,7 @@ type runOptions struct {
 	logs string
 }
 
-// run runs the tests, then the fuzz targets when they passed.
+// run runs the tests and the fuzz targets.
 func run(ctx context.Context, o runOptions) error {
 	goTestFlags := o.goTestFlags
 	for _, f := range o.first {
@@ -283,8 +284,22 @@ func run(ctx context.Context, o runOptions) error {
 			return err
 		}
 	}
-	// One after another, the second only when the first passed: every
-	// other package, the fuzz targets.
+	// The fuzz targets, one after another, from the start: they compute,
+	// niced, in what the other lanes leave (the other packages mostly
+	// wait: the eureka package alone replays ten minutes of a real
+	// server's timings).
+	fuzzing := &job{name: "the fuzz targets", done: make(chan error, 1)}
+	go func() {
+		began := time.Now()
+		err := fuzz(ctx, &fuzzing.out, o.fuzzTime, o.fuzzWorkers, o.niceness)
+		book.mu.Lock()
+		fuzzCPU := book.fuzz
+		book.mu.Unlock()
+		fuzzing.cost = fmt.Sprintf("%ds, %ds of CPU", int(time.Since(began).Seconds()), int(fuzzCPU.Seconds()))
+		fuzzing.done <- err
+	}()
+	jobs = append(jobs, fuzzing)
+	// Every other package, while the jobs above run.
 	var errs []error
 	args := []string{"test"}
 	if o.raceRest {
@@ -306,15 +321,6 @@ func run(ctx context.Context, o runOptions) error {
 	fmt.Printf("testrun: the other packages took %s\n", cost(cmd, began))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", command, err))
-	} else {
-		began = time.Now()
-		if err := fuzz(ctx, o.fuzzTime, o.fuzzWorkers, o.niceness); err != nil {
-			errs = append(errs, err)
-		}
-		book.mu.Lock()
-		fuzzCPU := book.fuzz
-		book.mu.Unlock()
-		fmt.Printf("testrun: the fuzz targets took %ds, %ds of CPU\n", int(time.Since(began).Seconds()), int(fuzzCPU.Seconds()))
 	}
 	stopping := false
 	for _, j := range jobs {
@@ -589,7 +595,7 @@ var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz[A-Za-z0-9_]*)\(`)
 
 // fuzz runs every fuzz target of the module for fuzzTime, with workers
 // processes (0: go test's default, one per core).
-func fuzz(ctx context.Context, fuzzTime string, workers, niceness int) error {
+func fuzz(ctx context.Context, out io.Writer, fuzzTime string, workers, niceness int) error {
 	found, err := findTestFuncs(ctx, fuzzFunc, book.addFuzz)
 	if err != nil {
 		return err
@@ -597,7 +603,7 @@ func fuzz(ctx context.Context, fuzzTime string, workers, niceness int) error {
 	for _, pkg := range found {
 		dir := pkg.dir
 		for _, target := range pkg.names {
-			fmt.Printf("fuzz %s %s (%s)\n", dir, target, fuzzTime)
+			fmt.Fprintf(out, "fuzz %s %s (%s)\n", dir, target, fuzzTime)
 			args := []string{"test", "-run", "^$", "-fuzz", "^" + target + "$", "-fuzztime", fuzzTime}
 			if workers > 0 {
 				args = append(args, "-parallel", strconv.Itoa(workers))
@@ -605,17 +611,17 @@ func fuzz(ctx context.Context, fuzzTime string, workers, niceness int) error {
 			var output bytes.Buffer
 			cmd := goCmd(ctx, append(args, dir)...)
 			lower(cmd, niceness)
-			cmd.Stdout = io.MultiWriter(os.Stdout, &output)
+			cmd.Stdout = io.MultiWriter(out, &output)
 			cmd.Stderr = cmd.Stdout
 			err := cmd.Run()
 			book.addFuzz(cmd)
 			if err != nil && ctx.Err() == nil && coordinatorDeadline(output.String(), target) {
 				// Not the target's failure: replay its corpus (seeds
 				// and testdata/fuzz) to be sure nothing known fails.
-				fmt.Printf("testrun: fuzz %s: Go's fuzzing coordinator reported its own -fuzztime deadline as a failure, with no failing input (golang/go#75804, fixed in Go 1.27; it happens when a starved worker misses the deadline); replaying the target's corpus instead\n", target)
+				fmt.Fprintf(out, "testrun: fuzz %s: Go's fuzzing coordinator reported its own -fuzztime deadline as a failure, with no failing input (golang/go#75804, fixed in Go 1.27; it happens when a starved worker misses the deadline); replaying the target's corpus instead\n", target)
 				replay := goCmd(ctx, "test", "-run", "^"+target+"$", dir)
 				lower(replay, niceness)
-				replay.Stdout, replay.Stderr = os.Stdout, os.Stderr
+				replay.Stdout, replay.Stderr = out, out
 				err = replay.Run()
 				book.addFuzz(replay)
 			}
