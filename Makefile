@@ -113,8 +113,7 @@ test: deps ## Install and build everything needed, then run every test.
 	$(TEST_ARTIFACTS); \
 	go build -o bin/testrun ./tests/tools/testrun; \
 	exec bin/testrun -since $$start -background ./tests/cluster,./tests/lifecycle,./tests/registrar \
-	  -first ./tests/cluster,./tests/lifecycle -nice 10 \
-	  -race ./controller,./eureka -race-rest -rest-p 4 \
+	  -race ./controller -race-rest \
 	  -beside '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -fuzzworkers 1 -- $(GO_TEST_FLAGS)
 
 .PHONY: generate-check

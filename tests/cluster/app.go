@@ -102,7 +102,7 @@ func (a App) objects(image string, eurekaURLs []string) (*corev1.Namespace, *v1a
 //
 // Why not more: the node's allocatable CPU is its 2 cores (no reserve), of
 // which the manager's and the gateway's two replicas request 200m (50m each).
-// Worst case, five stories run at once (storySlotsSpare in
+// Worst case, five stories run at once (storySlotsIdle in
 // e2e_helpers_test.go), about 8 pods each with a rollout's surge and its
 // draining pods, and 10 more still draining from stories just ended: 50
 // pods × (10m + the registrar's 5m) + 4 mesh proxies × 10m + 200m + a

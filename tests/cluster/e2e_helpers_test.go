@@ -535,17 +535,15 @@ func podsOf(t *testing.T, app cluster.App) []corev1.Pod {
 // cores; each brings pods and often a Spring client's JVM, so not many:
 // four at once, beside make test's other suites, loaded a fresh-clone run
 // to 32 and slowed pods past the callers' timeouts. So a fourth and a
-// fifth start only while the cores have room: at least storySpareFloor of
-// the machine's CPU time over the last storySpareWindow was spare (idle, or
-// used by processes of a lower priority: make test runs the other suites
-// niced, and they yield the cores to the node's), and the last story
+// fifth start only while the cores have room: the machine was at least
+// storyIdleFloor idle over the last storyIdleWindow, and the last story
 // started at least that long ago (its pods and JVM are in the figure). On
 // a busy machine the suite runs three at a time, as before.
 const (
-	storySlots       = 3
-	storySlotsSpare  = 5
-	storySpareFloor  = 0.40
-	storySpareWindow = 30 * time.Second
+	storySlots      = 3
+	storySlotsIdle  = 5
+	storyIdleFloor  = 0.40
+	storyIdleWindow = 30 * time.Second
 )
 
 // stories lets the suite's parallel tests run storySlots at a time, the
@@ -555,33 +553,33 @@ const (
 // -parallel starts them in whatever order they wake, and a long story
 // started last made the suite wait for it alone.) The gate opens once every
 // declared story has arrived: TestMain's sequential pass declares them all.
-var stories = newStoryGate(storySlots, storySlotsSpare)
+var stories = newStoryGate(storySlots, storySlotsIdle)
 
 type storyGate struct {
-	mu         sync.Mutex
-	changed    *sync.Cond
-	slots      int // always open
-	spareSlots int // open while the machine has room
-	running    int
-	unarrived  int                      // declared, not yet at the gate
-	waiting    map[string]time.Duration // at the gate: name → expected length
-	spare      float64                  // the cores' spare share over the last storySpareWindow (cpuTimes)
-	lastStart  time.Time
-	watching   bool
+	mu        sync.Mutex
+	changed   *sync.Cond
+	slots     int // always open
+	idleSlots int // open while the machine has room
+	running   int
+	unarrived int                      // declared, not yet at the gate
+	waiting   map[string]time.Duration // at the gate: name → expected length
+	idle      float64                  // the cores' idle share over the last storyIdleWindow
+	lastStart time.Time
+	watching  bool
 }
 
-func newStoryGate(slots, spareSlots int) *storyGate {
-	g := &storyGate{slots: slots, spareSlots: spareSlots, waiting: map[string]time.Duration{}}
+func newStoryGate(slots, idleSlots int) *storyGate {
+	g := &storyGate{slots: slots, idleSlots: idleSlots, waiting: map[string]time.Duration{}}
 	g.changed = sync.NewCond(&g.mu)
 	return g
 }
 
-// watchSpare samples the machine's spare share every tenth of the window,
+// watchIdle samples the machine's idle share every tenth of the window,
 // over the window, and wakes the stories waiting at the gate: a slot
 // beyond g.slots opens on a change no story makes. The samples stop with
 // the test binary.
-func (g *storyGate) watchSpare() {
-	const every = storySpareWindow / 10
+func (g *storyGate) watchIdle() {
+	const every = storyIdleWindow / 10
 	var samples []cpuTimes
 	for range time.Tick(every) {
 		now, err := readCPUTimes()
@@ -593,7 +591,7 @@ func (g *storyGate) watchSpare() {
 			samples = samples[1:]
 		}
 		g.mu.Lock()
-		g.spare = samples[0].spareShareUntil(now)
+		g.idle = samples[0].idleShareUntil(now)
 		g.changed.Broadcast()
 		g.mu.Unlock()
 	}
@@ -604,14 +602,12 @@ func (g *storyGate) roomFor() bool {
 	if g.running < g.slots {
 		return true
 	}
-	return g.running < g.spareSlots && g.spare >= storySpareFloor && time.Since(g.lastStart) >= storySpareWindow
+	return g.running < g.idleSlots && g.idle >= storyIdleFloor && time.Since(g.lastStart) >= storyIdleWindow
 }
 
-// cpuTimes is the machine's CPU time from /proc/stat: spare (idle,
-// iowait, and nice: what processes of a lower priority used, which they
-// give up to a story's, as make test's suites beside this one run) and in
-// all, in clock ticks.
-type cpuTimes struct{ spare, total uint64 }
+// cpuTimes is the machine's CPU time from /proc/stat: idle (idle and
+// iowait) and in all, in clock ticks.
+type cpuTimes struct{ idle, total uint64 }
 
 func readCPUTimes() (cpuTimes, error) {
 	data, err := os.ReadFile("/proc/stat")
@@ -630,19 +626,19 @@ func readCPUTimes() (cpuTimes, error) {
 			return cpuTimes{}, fmt.Errorf("/proc/stat: %q: %w", line, err)
 		}
 		t.total += v
-		if i == 1 || i == 3 || i == 4 { // nice, idle, iowait
-			t.spare += v
+		if i == 3 || i == 4 { // idle, iowait
+			t.idle += v
 		}
 	}
 	return t, nil
 }
 
-// spareShareUntil is the spare share of the CPU time between t and later.
-func (t cpuTimes) spareShareUntil(later cpuTimes) float64 {
+// idleShareUntil is the idle share of the CPU time between t and later.
+func (t cpuTimes) idleShareUntil(later cpuTimes) float64 {
 	if later.total <= t.total {
 		return 0
 	}
-	return float64(later.spare-t.spare) / float64(later.total-t.total)
+	return float64(later.idle-t.idle) / float64(later.total-t.total)
 }
 
 // story makes t one of the stories: parallel, and started in its turn.
@@ -689,7 +685,7 @@ func (g *storyGate) enter(t *testing.T, expect time.Duration) {
 	g.mu.Lock()
 	if !g.watching {
 		g.watching = true
-		go g.watchSpare()
+		go g.watchIdle()
 	}
 	g.unarrived--
 	g.waiting[name] = expect
@@ -700,10 +696,10 @@ func (g *storyGate) enter(t *testing.T, expect time.Duration) {
 	delete(g.waiting, name)
 	g.running++
 	g.lastStart = time.Now()
-	running, spare := g.running, g.spare
+	running, idle := g.running, g.idle
 	g.mu.Unlock()
-	t.Logf("the story starts, after %s at the gate, %d running with it, the cores %.0f %% spare (idle or niced) over the last %s",
-		time.Since(arrived).Round(time.Second), running-1, 100*spare, storySpareWindow)
+	t.Logf("the story starts, after %s at the gate, %d running with it, the cores %.0f %% idle over the last %s",
+		time.Since(arrived).Round(time.Second), running-1, 100*idle, storyIdleWindow)
 	t.Cleanup(func() {
 		g.mu.Lock()
 		g.running--

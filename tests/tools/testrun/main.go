@@ -5,10 +5,10 @@
 // the start (the end-to-end suite on the real node and the registrar
 // suite spend most of their minutes waiting, not computing), and so do
 // the packages named by -race, with the race detector (the controller
-// suite), the -beside command (lint) and the fuzz targets, one after
-// another, at the usual priority (-fuzztime is wall time); meanwhile it runs every other package (with -race-rest, with
-// the race detector: their -short tests, the unit tier, run there once,
-// not twice); it prints
+// suite), and the -beside command (lint); meanwhile it runs every other
+// package (with -race-rest, with the race detector: their -short tests,
+// the unit tier, run there once, not twice), then the fuzz targets, at the
+// usual priority (-fuzztime is wall time); it prints
 // each background job's output when it ends, and says how long the whole
 // run took. The suites named by -first (the real node's, whose length is
 // the run's) keep its priority; every other command runs at -nice, so it
@@ -161,7 +161,7 @@ type runOptions struct {
 	logs string
 }
 
-// run runs the tests and the fuzz targets.
+// run runs the tests, then the fuzz targets when they passed.
 func run(ctx context.Context, o runOptions) error {
 	goTestFlags := o.goTestFlags
 	for _, f := range o.first {
@@ -286,22 +286,8 @@ func run(ctx context.Context, o runOptions) error {
 			return err
 		}
 	}
-	// The fuzz targets, one after another, from the start, at the usual
-	// priority: -fuzztime is wall time, and niced beside the node's
-	// stories most targets spent it all on their baseline (at 95abf3a,
-	// 10 of 12 never fuzzed).
-	fuzzing := &job{name: "the fuzz targets", done: make(chan error, 1)}
-	go func() {
-		began := time.Now()
-		fuzzed, err := fuzz(ctx, &fuzzing.out, o.fuzzTime, o.fuzzWorkers)
-		book.mu.Lock()
-		fuzzCPU := book.fuzz
-		book.mu.Unlock()
-		fuzzing.cost = fmt.Sprintf("%ds, %ds of CPU; %s", int(time.Since(began).Seconds()), int(fuzzCPU.Seconds()), fuzzed)
-		fuzzing.done <- err
-	}()
-	jobs = append(jobs, fuzzing)
-	// Every other package, while the jobs above run.
+	// Every other package, while the jobs above run; then the fuzz
+	// targets.
 	var errs []error
 	args := []string{"test"}
 	if o.raceRest {
@@ -323,6 +309,19 @@ func run(ctx context.Context, o runOptions) error {
 	fmt.Printf("testrun: the other packages took %s\n", cost(cmd, began))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", command, err))
+	} else {
+		// Then the fuzz targets, one after another, at the usual priority:
+		// -fuzztime is wall time (niced beside the node's stories, at
+		// 95abf3a, 10 of 12 targets spent it all on their baseline).
+		began = time.Now()
+		fuzzed, err := fuzz(ctx, os.Stdout, o.fuzzTime, o.fuzzWorkers)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		book.mu.Lock()
+		fuzzCPU := book.fuzz
+		book.mu.Unlock()
+		fmt.Printf("testrun: the fuzz targets took %ds, %ds of CPU; %s\n", int(time.Since(began).Seconds()), int(fuzzCPU.Seconds()), fuzzed)
 	}
 	stopping := false
 	for _, j := range jobs {
