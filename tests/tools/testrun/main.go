@@ -113,7 +113,7 @@ func main() {
 	var err error
 	if *fuzzOnly {
 		var fuzzed string
-		fuzzed, err = fuzz(ctx, os.Stdout, *fuzzTime, *fuzzWorkers)
+		fuzzed, err = fuzz(ctx, *fuzzTime, *fuzzWorkers)
 		fmt.Printf("testrun: %s\n", fuzzed)
 	} else {
 		err = run(ctx, runOptions{background: splitList(*background), race: splitList(*race), raceRest: *raceRest,
@@ -314,7 +314,7 @@ func run(ctx context.Context, o runOptions) error {
 		// -fuzztime is wall time (niced beside the node's stories, at
 		// 95abf3a, 10 of 12 targets spent it all on their baseline).
 		began = time.Now()
-		fuzzed, err := fuzz(ctx, os.Stdout, o.fuzzTime, o.fuzzWorkers)
+		fuzzed, err := fuzz(ctx, o.fuzzTime, o.fuzzWorkers)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -599,8 +599,8 @@ var fuzzFunc = regexp.MustCompile(`(?m)^func (Fuzz[A-Za-z0-9_]*)\(`)
 //
 // It says how many targets fuzzed: a target whose baseline (its seed
 // corpus, run once instrumented) takes the whole -fuzztime fuzzes nothing,
-// and is named in out.
-func fuzz(ctx context.Context, out io.Writer, fuzzTime string, workers int) (fuzzed string, err error) {
+// and is named.
+func fuzz(ctx context.Context, fuzzTime string, workers int) (fuzzed string, err error) {
 	found, err := findTestFuncs(ctx, fuzzFunc, book.addFuzz)
 	if err != nil {
 		return "", err
@@ -615,28 +615,28 @@ func fuzz(ctx context.Context, out io.Writer, fuzzTime string, workers int) (fuz
 	for _, pkg := range found {
 		dir := pkg.dir
 		for _, target := range pkg.names {
-			fmt.Fprintf(out, "fuzz %s %s (%s)\n", dir, target, fuzzTime)
+			fmt.Printf("fuzz %s %s (%s)\n", dir, target, fuzzTime)
 			args := []string{"test", "-run", "^$", "-fuzz", "^" + target + "$", "-fuzztime", fuzzTime}
 			if workers > 0 {
 				args = append(args, "-parallel", strconv.Itoa(workers))
 			}
 			var output bytes.Buffer
 			cmd := goCmd(ctx, append(args, dir)...)
-			cmd.Stdout = io.MultiWriter(out, &output)
+			cmd.Stdout = io.MultiWriter(os.Stdout, &output)
 			cmd.Stderr = cmd.Stdout
 			err := cmd.Run()
 			book.addFuzz(cmd)
 			targets++
 			if err == nil && !strings.Contains(output.String(), "now fuzzing") {
 				baselineOnly = append(baselineOnly, target)
-				fmt.Fprintf(out, "testrun: fuzz %s: its baseline took the whole %s: nothing was fuzzed\n", target, fuzzTime)
+				fmt.Printf("testrun: fuzz %s: its baseline took the whole %s: nothing was fuzzed\n", target, fuzzTime)
 			}
 			if err != nil && ctx.Err() == nil && coordinatorDeadline(output.String(), target) {
 				// Not the target's failure: replay its corpus (seeds
 				// and testdata/fuzz) to be sure nothing known fails.
-				fmt.Fprintf(out, "testrun: fuzz %s: Go's fuzzing coordinator reported its own -fuzztime deadline as a failure, with no failing input (golang/go#75804, fixed in Go 1.27; it happens when a starved worker misses the deadline); replaying the target's corpus instead\n", target)
+				fmt.Printf("testrun: fuzz %s: Go's fuzzing coordinator reported its own -fuzztime deadline as a failure, with no failing input (golang/go#75804, fixed in Go 1.27; it happens when a starved worker misses the deadline); replaying the target's corpus instead\n", target)
 				replay := goCmd(ctx, "test", "-run", "^"+target+"$", dir)
-				replay.Stdout, replay.Stderr = out, out
+				replay.Stdout, replay.Stderr = os.Stdout, os.Stderr
 				err = replay.Run()
 				book.addFuzz(replay)
 			}
