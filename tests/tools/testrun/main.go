@@ -246,18 +246,18 @@ func run(ctx context.Context, o runOptions) error {
 			return err
 		}
 		all = slices.DeleteFunc(all, func(p string) bool { return slices.Contains(pkgs, p) })
-		args := []string{"test", "-json"}
+		var flags []string
 		if b.race {
-			args = append(args, "-race")
+			flags = append(flags, "-race")
 		}
-		cmd := goCmd(ctx, slices.Concat(args, goTestFlags, pkgs)...)
+		cmd := goTest(ctx, slices.Concat([]string{"-json"}, flags, goTestFlags, pkgs)...)
 		if b.race {
 			cmd.Env = raceEnv()
 		}
 		if !slices.Contains(o.first, b.pattern) {
 			lower(cmd, o.niceness)
 		}
-		if err := startSuite("go "+strings.Join(slices.Concat(args[:1], args[2:], pkgs), " "), cmd); err != nil {
+		if err := startSuite(strings.Join(slices.Concat([]string{"go", "test"}, flags, pkgs), " "), cmd); err != nil {
 			return err
 		}
 	}
@@ -269,8 +269,8 @@ func run(ctx context.Context, o runOptions) error {
 			return err
 		}
 		if len(names) > 0 {
-			args := slices.Concat([]string{"test", "-json", "-run", "^(" + strings.Join(names, "|") + ")$"}, goTestFlags, pkgs)
-			cmd := goCmd(ctx, args...)
+			args := slices.Concat([]string{"-json", "-run", "^(" + strings.Join(names, "|") + ")$"}, goTestFlags, pkgs)
+			cmd := goTest(ctx, args...)
 			cmd.Env = append(os.Environ(), onlyComputesEnv+"=1")
 			lower(cmd, o.niceness)
 			if err := startSuite(fmt.Sprintf("go test (the %d tests that only compute, without -race)", len(names)), cmd); err != nil {
@@ -289,19 +289,19 @@ func run(ctx context.Context, o runOptions) error {
 	// Every other package, while the jobs above run; then the fuzz
 	// targets.
 	var errs []error
-	args := []string{"test"}
+	var flags []string
 	if o.raceRest {
-		args = append(args, "-race")
+		flags = append(flags, "-race")
 	}
 	if o.restParallel > 0 {
-		args = append(args, "-p", strconv.Itoa(o.restParallel))
+		flags = append(flags, "-p", strconv.Itoa(o.restParallel))
 	}
-	cmd := goCmd(ctx, slices.Concat(args, goTestFlags, all)...)
+	cmd := goTest(ctx, slices.Concat(flags, goTestFlags, all)...)
 	if o.raceRest {
 		cmd.Env = raceEnv()
 	}
 	lower(cmd, o.niceness)
-	command := strings.Join(slices.Concat([]string{"go"}, args), " ")
+	command := strings.Join(slices.Concat([]string{"go", "test"}, flags), " ")
 	fmt.Printf("testrun: the other packages (%s)\n", command)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	began := time.Now()
@@ -506,6 +506,16 @@ func goCmd(ctx context.Context, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// goTest is go test with args, without go test's own vet pass: make lint
+// vets every package with its tests (go vet ./..., every analyzer, where go
+// test runs a few), and go test's pass, on a cold build cache, runs vet over
+// every dependency once more for each build configuration (plain, -race,
+// each fuzz binary's): about 5,000 vet processes in a cold run. Warm, its
+// results are cached, and skipping it changes nothing.
+func goTest(ctx context.Context, args ...string) *exec.Cmd {
+	return goCmd(ctx, slices.Concat([]string{"test", "-vet=off"}, args)...)
+}
+
 // lower makes cmd run at niceness n (nice(1) execs it, so what it starts
 // inherits the niceness and the process accounting sees the command
 // itself), when n > 0. The run's length is its slowest lane's, the real
@@ -616,12 +626,12 @@ func fuzz(ctx context.Context, fuzzTime string, workers int) (fuzzed string, err
 		dir := pkg.dir
 		for _, target := range pkg.names {
 			fmt.Printf("fuzz %s %s (%s)\n", dir, target, fuzzTime)
-			args := []string{"test", "-run", "^$", "-fuzz", "^" + target + "$", "-fuzztime", fuzzTime}
+			args := []string{"-run", "^$", "-fuzz", "^" + target + "$", "-fuzztime", fuzzTime}
 			if workers > 0 {
 				args = append(args, "-parallel", strconv.Itoa(workers))
 			}
 			var output bytes.Buffer
-			cmd := goCmd(ctx, append(args, dir)...)
+			cmd := goTest(ctx, append(args, dir)...)
 			cmd.Stdout = io.MultiWriter(os.Stdout, &output)
 			cmd.Stderr = cmd.Stdout
 			err := cmd.Run()
@@ -635,7 +645,7 @@ func fuzz(ctx context.Context, fuzzTime string, workers int) (fuzzed string, err
 				// Not the target's failure: replay its corpus (seeds
 				// and testdata/fuzz) to be sure nothing known fails.
 				fmt.Printf("testrun: fuzz %s: Go's fuzzing coordinator reported its own -fuzztime deadline as a failure, with no failing input (golang/go#75804, fixed in Go 1.27; it happens when a starved worker misses the deadline); replaying the target's corpus instead\n", target)
-				replay := goCmd(ctx, "test", "-run", "^"+target+"$", dir)
+				replay := goTest(ctx, "-run", "^"+target+"$", dir)
 				replay.Stdout, replay.Stderr = os.Stdout, os.Stderr
 				err = replay.Run()
 				book.addFuzz(replay)
