@@ -510,8 +510,9 @@ func goCmd(ctx context.Context, args ...string) *exec.Cmd {
 // vets every package with its tests (go vet ./..., every analyzer, where go
 // test runs a few), and go test's pass, on a cold build cache, runs vet over
 // every dependency once more for each build configuration (plain, -race,
-// each fuzz binary's): about 5,000 vet processes in a cold run. Warm, its
-// results are cached, and skipping it changes nothing.
+// each fuzz binary's). A cold run without it ran 6,591 → 2,406 vet
+// processes, 289 → 91 CPU-seconds (d8b3915 → d3b49d9). Warm, its results
+// are cached, and skipping it changes nothing.
 func goTest(ctx context.Context, args ...string) *exec.Cmd {
 	return goCmd(ctx, slices.Concat([]string{"test", "-vet=off"}, args)...)
 }
