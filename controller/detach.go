@@ -93,8 +93,8 @@ func (r *Reconciler) takeOutOfTraffic(ctx context.Context, s *v1alpha1.EurekaSyn
 		r.logFrom(ctx).WithField("instances", marked).
 			Info("deleted syncer: instances marked DOWN")
 		r.recorder.Eventf(s, nil, corev1.EventTypeNormal, "Detaching", "Detach",
-			"the syncer is being deleted: marked %d instance(s) DOWN (%s); they leave Eureka once the registrars of pods %s read that the syncer is gone (within a minute or two), or when those pods stop",
-			len(marked), names(marked), names(pods))
+			"the syncer is being deleted: marked %d instance(s) DOWN (%s); they leave Eureka once the registrars of pods %s read that the syncer is gone (seconds after the kubelet rewrites their %s file), or when those pods stop",
+			len(marked), names(marked), names(pods), v1alpha1.TrafficAnnotation)
 	}
 }
 
@@ -116,6 +116,21 @@ func (o *observed) detached() bool {
 // come back and have the orphans cancelled, and outlast the 90 s lease of
 // the instances left.
 const DefaultDetachTimeout = 2 * time.Minute
+
+// detachPoll is how soon a deleted syncer whose Eureka answers, and whose
+// pods' registrars have not all left yet, is read again: 2 s at first,
+// then a quarter of the time since its deletion, at most a resync period.
+// Its registrars leave within a second or two of reading Detached, and
+// nothing in Kubernetes says so: waiting a whole resync for the next read
+// kept every namespace deletion and uninstall up to that much longer
+// (34 s at the default 30 s resync, from the manager's DOWN to the
+// finalizer released, in the lifecycle story). A deleted syncer reads
+// its apps directly, so each poll is one read per app; the quarter keeps
+// a thousand syncers deleted at once to about ten reads each over their
+// first half minute.
+func detachPoll(age, resync time.Duration) time.Duration {
+	return min(max(2*time.Second, age/4), resync)
+}
 
 // detachClocks remember since when each deleted syncer has had no pod
 // running its registrar: the finalizer waits for Eureka at most
@@ -241,7 +256,7 @@ func detachingMessage(obs *observed) string {
 			obs.detach.deadline.UTC().Format(time.RFC3339), reasonDetachTimedOut)
 	}
 	if n := len(obs.instances); n > 0 {
-		fmt.Fprintf(&b, "; %d instance(s) stay in Eureka, DOWN, until their registrars read that the syncer is gone (the kubelet refreshes the pods' %s file within a minute or two) and cancel them, or their pods stop", n, v1alpha1.TrafficAnnotation)
+		fmt.Fprintf(&b, "; %d instance(s) stay in Eureka, DOWN, until their registrars read that the syncer is gone (seconds after the kubelet rewrites the pods' %s file) and cancel them, or their pods stop", n, v1alpha1.TrafficAnnotation)
 	}
 	if n := len(obs.detach.registrarPods); n > 0 {
 		fmt.Fprintf(&b, "; %d pod(s) are being told to stop registering: %s", n, names(obs.detach.registrarPods))

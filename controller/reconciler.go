@@ -414,6 +414,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		case obs.detached():
 			return reconcile.Result{}, r.releaseDetached(ctx, &s)
 		case obs.detach.deadline.IsZero():
+			if obs.eurekaErr == nil {
+				return reconcile.Result{RequeueAfter: detachPoll(time.Since(s.DeletionTimestamp.Time), r.opts.ResyncPeriod)}, nil
+			}
 		case time.Now().Before(obs.detach.deadline):
 			return reconcile.Result{RequeueAfter: min(r.opts.ResyncPeriod, time.Until(obs.detach.deadline))}, nil
 		default:

@@ -69,6 +69,8 @@ func (r *Registrar) Status() (eureka.Status, bool) {
 func (r *Registrar) Run(ctx context.Context) error {
 	health := make(chan bool, 1)
 	go r.watchHealth(ctx, health)
+	detachedChanged := make(chan struct{}, 1)
+	go r.watchDetached(ctx, detachedChanged)
 
 	r.version = r.nextVersion()
 	var (
@@ -99,6 +101,10 @@ func (r *Registrar) Run(ctx context.Context) error {
 				r.version = r.nextVersion()
 				next = time.Now()
 			}
+		case <-detachedChanged:
+			// The syncer went or came back: the next turn, now, cancels or
+			// registers again, instead of at the next heartbeat.
+			next = time.Now()
 		case <-timer.C:
 			if ctx.Err() != nil {
 				continue // shutting down: the next turn cancels

@@ -1,11 +1,13 @@
 package sidecar
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/eurekube/eurekube/eureka"
 )
@@ -93,4 +95,37 @@ func (r *Registrar) detached() bool {
 	}
 	content, err := os.ReadFile(r.cfg.TrafficFile)
 	return err == nil && strings.TrimSpace(string(content)) == trafficDetached
+}
+
+// trafficCheck is how often the registrar looks at the traffic file between
+// its turns. Its turns come a renewal interval apart (30 s by default), and
+// waiting for the next one kept a pod whose syncer was deleted in Eureka,
+// and so its namespace's deletion or Eurekube's uninstall waiting, up to
+// that long after the kubelet wrote Detached (24–26 s in the lifecycle
+// story); reading a small file once a second costs nothing.
+const trafficCheck = time.Second
+
+// watchDetached says on changed, within trafficCheck, whenever the traffic
+// file starts or stops saying Detached, until ctx ends.
+func (r *Registrar) watchDetached(ctx context.Context, changed chan<- struct{}) {
+	if r.cfg.TrafficFile == "" {
+		return
+	}
+	tick := time.NewTicker(trafficCheck)
+	defer tick.Stop()
+	was := r.detached()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if now := r.detached(); now != was {
+				was = now
+				select {
+				case changed <- struct{}{}:
+				default: // one already waits: the turn reads the file anew
+				}
+			}
+		}
+	}
 }

@@ -138,3 +138,34 @@ func TestRegistrar_DetachedPodLeavesEurekaAndStaysOut(t *testing.T) {
 	setTraffic(t, s.TrafficFile, "Serve\n")
 	harness.Eventually(t, time.Minute, "UP again once the syncer is back", listedWith(ctx, c, p, eureka.StatusUp, eureka.StatusUnknown))
 }
+
+// At the default renewal interval (30 s), a pod whose syncer is deleted
+// leaves Eureka as soon as the kubelet writes Detached, not at its next
+// heartbeat: namespace deletions and uninstalls wait for it. And it comes
+// back as soon as the syncer does. Each deadline is half the time the
+// next heartbeat would take (at least 27 s away, with its jitter).
+func TestRegistrar_DetachedLeavesAndReturnsWithoutWaitingForAHeartbeat(t *testing.T) {
+	ctx := context.Background()
+	app := harness.AppT(t, true)
+	s := injectedSettings("detachedsoon", app.Port, server.URL())
+	s.RenewalInterval, s.LeaseDuration = 30*time.Second, 90*time.Second
+	s.TrafficFile = trafficFile(t, "Serve\n")
+	p := startRegistrar(t, envOf(s))
+	c := eurekaClient(t)
+	harness.Eventually(t, 30*time.Second, "UP", listedWith(ctx, c, p, eureka.StatusUp, eureka.StatusUnknown))
+
+	setTraffic(t, s.TrafficFile, v1alpha1.TrafficDetached+"\n")
+	detached := time.Now()
+	harness.Eventually(t, 13*time.Second, "gone from Eureka before the next heartbeat", func() error {
+		if _, err := c.Instance(ctx, p.app, p.instanceID()); !errors.Is(err, eureka.ErrNotFound) {
+			return fmt.Errorf("still listed (err %v)", err)
+		}
+		return nil
+	})
+	t.Logf("gone from Eureka %s after the traffic file said Detached", time.Since(detached).Round(time.Millisecond))
+
+	setTraffic(t, s.TrafficFile, "Serve\n")
+	back := time.Now()
+	harness.Eventually(t, 13*time.Second, "UP again before the next heartbeat", listedWith(ctx, c, p, eureka.StatusUp, eureka.StatusUnknown))
+	t.Logf("UP again %s after the traffic file said Serve", time.Since(back).Round(time.Millisecond))
+}
