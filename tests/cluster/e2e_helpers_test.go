@@ -563,13 +563,15 @@ type storyGate struct {
 	running   int
 	unarrived int                      // declared, not yet at the gate
 	waiting   map[string]time.Duration // at the gate: name → expected length
+	holds     map[string]string        // at the gate: name → what it holds once running
+	held      map[string]bool          // what the running stories hold
 	idle      float64                  // the cores' idle share over the last storyIdleWindow
 	lastStart time.Time
 	watching  bool
 }
 
 func newStoryGate(slots, idleSlots int) *storyGate {
-	g := &storyGate{slots: slots, idleSlots: idleSlots, waiting: map[string]time.Duration{}}
+	g := &storyGate{slots: slots, idleSlots: idleSlots, waiting: map[string]time.Duration{}, holds: map[string]string{}, held: map[string]bool{}}
 	g.changed = sync.NewCond(&g.mu)
 	return g
 }
@@ -645,11 +647,21 @@ func (t cpuTimes) idleShareUntil(later cpuTimes) float64 {
 // expect is about how long it takes on a quiet machine; only the order of
 // the stories' expectations matters.
 func story(t *testing.T, expect time.Duration) {
+	storyHolding(t, expect, "")
+}
+
+// storyHolding is story for a test that changes something of the node the
+// other stories do not look at but one other story does (the node's zone
+// label): it never runs beside a story holding the same thing.
+func storyHolding(t *testing.T, expect time.Duration, holds string) {
 	stories.declare(1)
 	t.Parallel()
-	stories.enter(t, expect)
+	stories.enter(t, expect, holds)
 	record(t)
 }
+
+// nodeZoneLabel is what the stories that set the node's zone label hold.
+const nodeZoneLabel = "the node's zone label"
 
 // storyGroup is a test whose subtests are stories: it declares them while
 // the suite declares its stories, and each subtest enters with
@@ -668,7 +680,7 @@ func storiesOf(t *testing.T, n int) *storyGroup {
 func (g *storyGroup) story(t *testing.T, expect time.Duration) {
 	g.entered++ // by the group's test, before its subtests run
 	t.Parallel()
-	stories.enter(t, expect)
+	stories.enter(t, expect, "")
 	record(t)
 }
 
@@ -680,7 +692,7 @@ func (g *storyGate) declare(n int) {
 }
 
 // enter waits for t's turn, and frees its slot when t ends.
-func (g *storyGate) enter(t *testing.T, expect time.Duration) {
+func (g *storyGate) enter(t *testing.T, expect time.Duration, holds string) {
 	name, arrived := t.Name(), time.Now()
 	g.mu.Lock()
 	if !g.watching {
@@ -689,11 +701,16 @@ func (g *storyGate) enter(t *testing.T, expect time.Duration) {
 	}
 	g.unarrived--
 	g.waiting[name] = expect
+	g.holds[name] = holds
 	g.changed.Broadcast()
-	for g.unarrived > 0 || !g.roomFor() || !g.longestWaiting(name) {
+	for g.unarrived > 0 || !g.roomFor() || g.blocked(name) || !g.longestWaiting(name) {
 		g.changed.Wait()
 	}
 	delete(g.waiting, name)
+	delete(g.holds, name)
+	if holds != "" {
+		g.held[holds] = true
+	}
 	g.running++
 	g.lastStart = time.Now()
 	running, idle := g.running, g.idle
@@ -703,9 +720,17 @@ func (g *storyGate) enter(t *testing.T, expect time.Duration) {
 	t.Cleanup(func() {
 		g.mu.Lock()
 		g.running--
+		delete(g.held, holds)
 		g.changed.Broadcast()
 		g.mu.Unlock()
 	})
+}
+
+// blocked says whether the waiting story name holds what a running story
+// holds.
+func (g *storyGate) blocked(name string) bool {
+	holds := g.holds[name]
+	return holds != "" && g.held[holds]
 }
 
 // longestWaiting says whether name is the longest story waiting (by name
@@ -713,6 +738,9 @@ func (g *storyGate) enter(t *testing.T, expect time.Duration) {
 func (g *storyGate) longestWaiting(name string) bool {
 	mine := g.waiting[name]
 	for other, d := range g.waiting {
+		if g.blocked(other) {
+			continue // it waits for a running story, not for a slot
+		}
 		if d > mine || d == mine && other < name {
 			return false
 		}

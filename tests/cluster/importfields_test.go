@@ -42,11 +42,11 @@ import (
 // the same; taking the field out takes the hints out, and zone-b is called
 // again. No call fails through the switches.
 //
-// Not a story: kube-proxy routes by the node's zone label, which
-// TestZones_SpringCallersPreferTheirOwnZone changes while it runs. Among
-// the tests that run one at a time before the stories, this one has the
-// label to itself.
+// kube-proxy routes by the node's zone label, which
+// TestZones_SpringCallersPreferTheirOwnZone changes while it runs: the two
+// stories hold the label, and never run together.
 func TestImportFields_ZoneHintsOnlyWhenAsked_KubeProxyRoutesByThem(t *testing.T) {
+	storyHolding(t, 40*time.Second, nodeZoneLabel)
 	ctx := context.Background()
 	const ns, app = "importzones", "atlas"
 	if err := c.Node.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {

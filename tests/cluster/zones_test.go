@@ -29,8 +29,8 @@ import (
 // exists, and the zone-a pods once it is gone, with no failed call.
 func TestZones_SpringCallersPreferTheirOwnZone(t *testing.T) {
 	// The other tests' pods pick up whichever zone the node has when they
-	// are scheduled; none of them looks at zones.
-	story(t, 40*time.Second)
+	// are scheduled; only the import's zone hints story looks at zones.
+	storyHolding(t, 40*time.Second, nodeZoneLabel)
 	ctx := context.Background()
 	var nodes corev1.NodeList
 	if err := c.Node.Client.List(ctx, &nodes); err != nil || len(nodes.Items) != 1 {
