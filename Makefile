@@ -14,6 +14,11 @@ STATICCHECK    := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 IMAGE_TAG      ?= dev
 GO_TEST_FLAGS  ?= -count=1 -timeout 40m
 FUZZTIME       ?= 10s
+# The cpu shares (cgroup v1; v2: cpu.weight in proportion) of the one group
+# make test runs every command in but the real node's two suites and the
+# fuzz targets: against 1,024 for the rest of the machine, so that the node
+# path (the run's length) has the cores when it wants them. 0: no group.
+REST_SHARES    ?= 256
 export EUREKUBE_CACHE := $(CACHE)
 # Every Go build and test that make runs is static and -trimpath, as the
 # images and the built tools are, so that each dependency is compiled once
@@ -107,12 +112,14 @@ unit-race: ## make unit with the race detector (needs gcc; make test runs every 
 # tests with the race detector (their -short tests, the unit tier, run
 # there once) and then the fuzz targets (one worker each: the end-to-end
 # stories still run beside them; make fuzz uses every core); and leaves no
-# process behind however the run ends.
+# process behind however the run ends. All but the node's suites and the
+# fuzz targets run in one cpu cgroup with REST_SHARES.
 test: deps ## Install and build everything needed, then run every test.
 	@start=$$(date +%s); \
 	$(TEST_ARTIFACTS); \
 	go build -o bin/testrun ./tests/tools/testrun; \
 	exec bin/testrun -since $$start -background ./tests/cluster,./tests/lifecycle,./tests/registrar \
+	  -first ./tests/cluster,./tests/lifecycle -rest-shares $(REST_SHARES) \
 	  -race ./controller -race-rest \
 	  -beside '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -fuzzworkers 1 -- $(GO_TEST_FLAGS)
 

@@ -11,8 +11,9 @@
 // usual priority (-fuzztime is wall time); it prints
 // each background job's output when it ends, and says how long the whole
 // run took. The suites named by -first (the real node's, whose length is
-// the run's) keep its priority; every other command runs at -nice, so it
-// takes the cores they leave idle and yields them when they want them. The
+// the run's) keep its priority; every other command runs in one cpu cgroup
+// with -rest-shares (or, without it, at -nice), so it takes the cores they
+// leave idle and yields them when they want them. The
 // race detector needs cgo and a C compiler: the race runs
 // get CGO_ENABLED=1, and the run stops at once when there is no compiler.
 // Binaries the tests build for the node and the suites stay static: their
@@ -59,6 +60,7 @@ func main() {
 	race := flag.String("race", "", "comma-separated packages, each run by its own go test -race from the start, beside the others")
 	first := flag.String("first", "", "comma-separated packages of -background that keep the machine's priority: the suites whose length is the run's (the real node's); every other command runs at -nice")
 	niceness := flag.Int("nice", 0, "the niceness (nice(1)) of every command but the -first suites and the fuzz targets: they use what those leave")
+	restShares := flag.Int("rest-shares", 0, "run every command but the -first suites and the fuzz targets in one cpu cgroup with these shares (v1 cpu.shares, against 1,024 for the rest of the machine; 0: none), instead of -nice")
 	raceRest := flag.Bool("race-rest", false, "run the other packages (all but -background and -race) with -race too")
 	restParallel := flag.Int("rest-p", 0, "how many of the other packages' test binaries run at once (go test -p; 0: go test's default, one per core)")
 	beside := flag.String("beside", "", "a shell command run from the start, beside the tests")
@@ -99,6 +101,17 @@ func main() {
 		}
 	}
 
+	var rest *lane
+	if *restShares > 0 && !*fuzzOnly {
+		var err error
+		if rest, err = newLane(*restShares); err != nil {
+			fmt.Printf("testrun: every command at the usual priority: no cpu cgroup for the other lanes: %v\n", err)
+			rest = nil
+		} else if err := os.Setenv(spareCPUEnv, rest.usage); err != nil {
+			fail(start, err)
+		}
+	}
+
 	ctx, interrupt := context.WithCancelCause(context.Background())
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
@@ -117,7 +130,7 @@ func main() {
 		fmt.Printf("testrun: %s\n", fuzzed)
 	} else {
 		err = run(ctx, runOptions{background: splitList(*background), race: splitList(*race), raceRest: *raceRest,
-			first: splitList(*first), niceness: *niceness, restParallel: *restParallel,
+			first: splitList(*first), niceness: *niceness, rest: rest, restParallel: *restParallel,
 			beside: *beside, goTestFlags: goTestFlags, fuzzTime: *fuzzTime, fuzzWorkers: *fuzzWorkers, start: start, logs: *logs})
 	}
 	signal.Stop(signals)
@@ -125,6 +138,11 @@ func main() {
 		err = errors.Join(err, context.Cause(ctx))
 	}
 	cleanUp(*grace)
+	if rest != nil {
+		if rerr := rest.remove(); rerr != nil {
+			fmt.Printf("testrun: %v\n", rerr)
+		}
+	}
 	book.report(start)
 	if accounting != "" {
 		stopAcct()
@@ -149,6 +167,9 @@ type runOptions struct {
 	// niceness: every other command's (nice(1)), 0 for none.
 	first    []string
 	niceness int
+	// rest: the cgroup every other command runs in, instead of niceness;
+	// nil for none.
+	rest *lane
 	// restParallel: the other packages' go test -p, 0 for its default.
 	restParallel int
 	beside       string
@@ -255,7 +276,7 @@ func run(ctx context.Context, o runOptions) error {
 			cmd.Env = raceEnv()
 		}
 		if !slices.Contains(o.first, b.pattern) {
-			lower(cmd, o.niceness)
+			o.lower(cmd)
 		}
 		if err := startSuite(strings.Join(slices.Concat([]string{"go", "test"}, flags, pkgs), " "), cmd); err != nil {
 			return err
@@ -272,7 +293,7 @@ func run(ctx context.Context, o runOptions) error {
 			args := slices.Concat([]string{"-json", "-run", "^(" + strings.Join(names, "|") + ")$"}, goTestFlags, pkgs)
 			cmd := goTest(ctx, args...)
 			cmd.Env = append(os.Environ(), onlyComputesEnv+"=1")
-			lower(cmd, o.niceness)
+			o.lower(cmd)
 			if err := startSuite(fmt.Sprintf("go test (the %d tests that only compute, without -race)", len(names)), cmd); err != nil {
 				return err
 			}
@@ -281,7 +302,7 @@ func run(ctx context.Context, o runOptions) error {
 	if o.beside != "" {
 		cmd := exec.CommandContext(ctx, "bash", "-c", o.beside)
 		cmd.Cancel = func() error { return nil }
-		lower(cmd, o.niceness)
+		o.lower(cmd)
 		if err := start(o.beside, cmd); err != nil {
 			return err
 		}
@@ -300,7 +321,7 @@ func run(ctx context.Context, o runOptions) error {
 	if o.raceRest {
 		cmd.Env = raceEnv()
 	}
-	lower(cmd, o.niceness)
+	o.lower(cmd)
 	command := strings.Join(slices.Concat([]string{"go", "test"}, flags), " ")
 	fmt.Printf("testrun: the other packages (%s)\n", command)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -515,6 +536,22 @@ func goCmd(ctx context.Context, args ...string) *exec.Cmd {
 // are cached, and skipping it changes nothing.
 func goTest(ctx context.Context, args ...string) *exec.Cmd {
 	return goCmd(ctx, slices.Concat([]string{"test", "-vet=off"}, args)...)
+}
+
+// lower runs cmd in the other lanes' cgroup (o.rest) when there is one,
+// else at niceness o.niceness.
+func (o runOptions) lower(cmd *exec.Cmd) {
+	if o.rest == nil {
+		lower(cmd, o.niceness)
+		return
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		fmt.Printf("testrun: %s runs at the usual priority: %v\n", cmd.Args[0], err)
+		return
+	}
+	cmd.Args = o.rest.wrap(slices.Concat([]string{cmd.Path}, cmd.Args[1:]))
+	cmd.Path = sh
 }
 
 // lower makes cmd run at niceness n (nice(1) execs it, so what it starts
