@@ -107,8 +107,9 @@ unit-race: ## make unit with the race detector (needs gcc; make test runs every 
 
 .PHONY: test
 # tests/tools/testrun runs the end-to-end suite on the real node, the
-# registrar suite (both mostly waiting), the controller suite with the race
-# detector and lint from the start; beside them every other package's
+# registrar suite (both mostly waiting), the controller suite and the
+# eureka package (its ten-minute replay of a real server's timings) with
+# the race detector, and lint, from the start; beside them every other package's
 # tests with the race detector (their -short tests, the unit tier, run
 # there once) and then the fuzz targets (one worker each: the end-to-end
 # stories still run beside them; make fuzz uses every core); and leaves no
@@ -120,7 +121,7 @@ test: deps ## Install and build everything needed, then run every test.
 	go build -o bin/testrun ./tests/tools/testrun; \
 	exec bin/testrun -since $$start -background ./tests/cluster,./tests/lifecycle,./tests/registrar \
 	  -first ./tests/cluster,./tests/lifecycle -rest-shares $(REST_SHARES) \
-	  -race ./controller -race-rest \
+	  -race ./controller,./eureka -race-rest \
 	  -beside '$(MAKE) --no-print-directory generate-check lint' -fuzztime $(FUZZTIME) -fuzzworkers 1 -- $(GO_TEST_FLAGS)
 
 .PHONY: generate-check

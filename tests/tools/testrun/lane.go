@@ -35,11 +35,11 @@ type lane struct {
 	usage string
 }
 
-// newLane makes the group with shares (cgroup v1 cpu.shares; on v2 the
-// same proportion of cpu.weight's default 100).
-func newLane(shares int) (*lane, error) {
+// newLane makes the group name with shares (cgroup v1 cpu.shares; on v2
+// the same proportion of cpu.weight's default 100).
+func newLane(name string, shares int) (*lane, error) {
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		return newLaneV2(shares)
+		return newLaneV2(name, shares)
 	}
 	cpu, acct := "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpuacct"
 	if _, err := os.Stat(filepath.Join(cpu, "cpu.shares")); err != nil {
@@ -47,7 +47,7 @@ func newLane(shares int) (*lane, error) {
 	}
 	l := &lane{}
 	for _, root := range []string{cpu, acct} {
-		dir := filepath.Join(root, laneName)
+		dir := filepath.Join(root, name)
 		if slices.ContainsFunc(l.dirs, func(d string) bool { return sameFile(d, dir) }) {
 			continue // cpu,cpuacct mounted together
 		}
@@ -57,17 +57,17 @@ func newLane(shares int) (*lane, error) {
 		l.dirs = append(l.dirs, dir)
 		l.procs = append(l.procs, filepath.Join(dir, "cgroup.procs"))
 	}
-	if err := os.WriteFile(filepath.Join(cpu, laneName, "cpu.shares"), []byte(strconv.Itoa(shares)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(cpu, name, "cpu.shares"), []byte(strconv.Itoa(shares)), 0o644); err != nil {
 		return nil, err
 	}
-	l.usage = filepath.Join(acct, laneName, "cpuacct.usage")
+	l.usage = filepath.Join(acct, name, "cpuacct.usage")
 	if _, err := os.Stat(l.usage); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
-func newLaneV2(shares int) (*lane, error) {
+func newLaneV2(name string, shares int) (*lane, error) {
 	root := "/sys/fs/cgroup"
 	controllers, err := os.ReadFile(filepath.Join(root, "cgroup.subtree_control"))
 	if err != nil {
@@ -78,7 +78,7 @@ func newLaneV2(shares int) (*lane, error) {
 			return nil, fmt.Errorf("enable the cpu controller: %w", err)
 		}
 	}
-	dir := filepath.Join(root, laneName)
+	dir := filepath.Join(root, name)
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -17,7 +18,9 @@ func TestLane_TheCommandAndWhatItStartsRunInTheGroup(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("making a cgroup needs root (make test runs as root)")
 	}
-	l, err := newLane(128)
+	// A name of its own: make test runs this test inside laneName.
+	name := fmt.Sprintf("eurekube-testrun-lanetest-%d", os.Getpid())
+	l, err := newLane(name, 128)
 	if err != nil {
 		t.Fatalf("newLane: %v", err)
 	}
@@ -33,7 +36,7 @@ func TestLane_TheCommandAndWhatItStartsRunInTheGroup(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%q: %v: %s", args, err, out)
 	}
-	if in := strings.Count(string(out), ":/"+laneName+"\n"); in != len(l.dirs) {
+	if in := strings.Count(string(out), ":/"+name+"\n"); in != len(l.dirs) {
 		t.Errorf("the command's child is in the group in %d hierarchies, want %d (%s):\n%s", in, len(l.dirs), strings.Join(l.dirs, ", "), out)
 	}
 	used, err := os.ReadFile(l.usage)

@@ -104,7 +104,7 @@ func main() {
 	var rest *lane
 	if *restShares > 0 && !*fuzzOnly {
 		var err error
-		if rest, err = newLane(*restShares); err != nil {
+		if rest, err = newLane(laneName, *restShares); err != nil {
 			fmt.Printf("testrun: every command at the usual priority: no cpu cgroup for the other lanes: %v\n", err)
 			rest = nil
 		} else if err := os.Setenv(spareCPUEnv, rest.usage); err != nil {
