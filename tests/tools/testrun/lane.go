@@ -21,10 +21,12 @@ const spareCPUEnv = "EUREKUBE_SPARE_CPU"
 const laneName = "eurekube-testrun-rest"
 
 // lane is a cpu cgroup holding every command but the -first suites and
-// the fuzz targets, with few shares: when the node's suites want the
-// cores, the whole group (however many threads it runs) weighs shares
-// against their 1,024, not each of its threads against each of theirs as
-// niceness does; when they do not, it takes all that is idle.
+// the fuzz targets: when the node's suites want the cores, the whole group
+// (however many threads it runs) weighs its shares against their
+// session's 1,024 (an autogroup), not each of its threads against each of
+// theirs as niceness does, or as it did inside their session; when they
+// do not, it takes all that is idle. make test gives it 1,024 (at 256, a
+// -race test in it starved beside a CPU-bound job).
 type lane struct {
 	// procs: the cgroup.procs files a process joins (v1: the cpu and the
 	// cpuacct hierarchies, when they are mounted apart).
