@@ -18,6 +18,10 @@ const (
 	// VerdictAudited: refused by the rules, let through because the
 	// gateway runs in audit mode.
 	VerdictAudited = "audited"
+	// VerdictAbandoned: the caller went away (its timeout, or it hung
+	// up) while the gateway could not yet decide, so nothing was
+	// written and no answer reached anyone. Not a refusal: no Event.
+	VerdictAbandoned = "abandoned"
 )
 
 // EventReasonRefused is the reason of the Events the gateway records on a
@@ -59,8 +63,12 @@ func (a *auditor) record(r auditRecord) {
 		fields["stale"] = true
 	}
 	entry := a.log.WithFields(fields)
-	if r.verdict == VerdictAllowed {
+	switch r.verdict {
+	case VerdictAllowed:
 		entry.Info(r.msg)
+		return
+	case VerdictAbandoned:
+		entry.Info("abandoned by the caller before the gateway could decide: " + r.msg)
 		return
 	}
 	entry.Warn(r.msg)

@@ -188,6 +188,11 @@ func (g *Gateway) serve(w *statusWriter, r *http.Request) string {
 	}
 	id, v := g.judge(r.Context(), r, wr)
 	switch {
+	case !v.allowed && v.status == http.StatusServiceUnavailable && r.Context().Err() != nil:
+		// The caller gave up while what decides (TokenReview, the API
+		// server's reads) had not answered: it hears nothing either way.
+		g.record(wr, id, v, VerdictAbandoned)
+		return rt.op
 	case v.allowed:
 		g.record(wr, id, v, VerdictAllowed)
 	case !g.enforce:

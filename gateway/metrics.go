@@ -8,7 +8,7 @@ import (
 var (
 	writesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "eurekube_gateway_writes_total",
-		Help: "Eureka writes through the gateway, by operation, the kind of identity (pod, client, none), verdict (allowed, refused, audited: refused but let through in audit mode) and reason.",
+		Help: "Eureka writes through the gateway, by operation, the kind of identity (pod, client, none), verdict (allowed, refused, audited: refused but let through in audit mode, abandoned: the caller went away before the gateway could decide) and reason.",
 	}, []string{"op", "identity", "verdict", "reason"})
 	requestSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "eurekube_gateway_request_duration_seconds",

@@ -338,6 +338,53 @@ func TestTokenReviewDown_VerifiedIdentitiesKeepTheirLeases(t *testing.T) {
 	want(t, "p cancels during the outage", do(t, call{method: http.MethodDelete, url: g.eurekaURL() + "/apps/" + strings.ToUpper(app) + "/" + pb.id, auth: pt}), http.StatusOK, "")
 }
 
+// stallingReviewer answers no TokenReview before its caller gives up: a
+// review slower than the client's patience, which the real API server
+// cannot be made to be on demand.
+type stallingReviewer struct{}
+
+func (stallingReviewer) Review(ctx context.Context, _ string, _ []string) (authnv1.TokenReviewStatus, error) {
+	<-ctx.Done()
+	return authnv1.TokenReviewStatus{}, ctx.Err()
+}
+
+// A write whose caller gives up while the gateway cannot yet decide is
+// abandoned, not refused: its audit line says so, no refusal is
+// recorded, and nothing reaches Eureka.
+func TestAbandonedWrite_IsRecordedAsAbandonedNotRefused(t *testing.T) {
+	needsServers(t)
+	g := startGateway(t, gwOptions{reviewer: stallingReviewer{}})
+	ns := newNamespace(t)
+	app := newApp("abandoned")
+	grant(t, []string{app}, []string{ns}, nil)
+	p := newPod(t, ns, "impatient", nil)
+	b := instanceBody{app: app, id: p.instanceID(app, 8080), host: p.ip(), ip: p.ip(), port: 8080}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.eurekaURL()+"/apps/"+strings.ToUpper(app), strings.NewReader(b.json()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", bearer(p.token(t, gateway.DefaultAudience)))
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the gateway answered %d before the caller gave up", resp.StatusCode)
+	}
+	harnessEventually(t, "the abandoned write's audit line", func() error {
+		if !strings.Contains(g.log(), `"verdict":"abandoned"`) {
+			return fmt.Errorf("no audit line with the verdict abandoned yet")
+		}
+		return nil
+	})
+	if strings.Contains(g.log(), `"verdict":"refused"`) {
+		t.Fatal("a write its caller abandoned was recorded as refused")
+	}
+	if listed(t, strings.ToUpper(app), b.id) != "" {
+		t.Fatal("the abandoned write reached Eureka")
+	}
+}
+
 // The manager's pods write what the reconciler keeps, for any app: a
 // Standby override on another namespace's instance, its removal, a cancel.
 // Another ServiceAccount of the manager's namespace is not the manager.
