@@ -201,13 +201,15 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		log.Info("import deleted: its Service, Endpoints and EndpointSlices removed")
 		return reconcile.Result{}, nil
 	}
-	if controllerutil.AddFinalizer(&imp, importFinalizer) {
-		if err := r.client.Update(ctx, &imp); err != nil {
-			return reconcile.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
-	}
+	finalized := r.finalizeAside(ctx, &imp)
+	defer finalized() // on every way out; the status write below waits for it first
 
 	before := imp.Status.DeepCopy()
+	finish := func() (reconcile.Result, error) {
+		ferr := finalized()
+		res, err := r.finishImport(ctx, &imp, before)
+		return res, errors.Join(err, ferr)
+	}
 	st := &imp.Status
 	st.ObservedGeneration, st.App, st.ServiceName = imp.Generation, imp.EffectiveApp(), imp.EffectiveServiceName()
 	set := importConditionSetter(&imp)
@@ -219,7 +221,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		// A refused import reads nothing: it stops following its
 		// servers' reads too.
 		r.follow.forget(req.NamespacedName)
-		return r.finishImport(ctx, &imp, before)
+		return finish()
 	}
 	set(v1alpha1.ConditionPermitted, true, v1alpha1.ReasonPermitted, "the app, its Eureka servers and the namespace are allowed")
 
@@ -241,7 +243,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 			setImportGauges(imp.Namespace, imp.Name, st.ReadyEndpoints, st.TotalEndpoints)
 		}
 		r.recorder.Eventf(&imp, nil, corev1.EventTypeWarning, reason, "Import", "%s", truncate(err.Error(), maxEventNote))
-		return r.finishImport(ctx, &imp, before)
+		return finish()
 	}
 	set(v1alpha1.ConditionEurekaReachable, true, "Reachable", "Eureka answered")
 
@@ -251,7 +253,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		// The slices stay as last written: nothing serving is emptied
 		// because the manager could not tell what is inside the cluster.
 		set(v1alpha1.ConditionSynced, false, reasonRangesUnknown, fmt.Sprintf("which addresses are inside the cluster, or who may register %s, could not be read, so nothing is written (the endpoints are kept as last written): %v", imp.EffectiveApp(), err))
-		if _, serr := r.finishImport(ctx, &imp, before); serr != nil {
+		if _, serr := finish(); serr != nil {
 			err = errors.Join(err, serr)
 		}
 		return reconcile.Result{}, err
@@ -278,7 +280,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		setImportGauges(imp.Namespace, imp.Name, st.ReadyEndpoints, st.TotalEndpoints)
 		set(v1alpha1.ConditionSynced, false, v1alpha1.ReasonRegistryEmptied, fmt.Sprintf("Eureka listed no instance of %s at %s, while the Service had %d endpoint(s), and lists %d now: a server restarted empty lists them again as they heartbeat, so they are kept as last written until as many are listed again, or until %s",
 			imp.EffectiveApp(), left.since.UTC().Format(time.RFC3339), st.TotalEndpoints, len(kept), left.until.UTC().Format(time.RFC3339)))
-		if _, err := r.finishImport(ctx, &imp, before); err != nil {
+		if _, err := finish(); err != nil {
 			return reconcile.Result{}, err
 		}
 		return reconcile.Result{RequeueAfter: min(r.opts.ResyncPeriod, time.Until(left.until)+time.Second)}, nil
@@ -289,7 +291,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		// controller retries with backoff.
 		set(v1alpha1.ConditionSynced, false, reasonImportWriteFailed, err.Error())
 		r.recorder.Eventf(&imp, nil, corev1.EventTypeWarning, reasonImportWriteFailed, "Import", "%s", truncate(err.Error(), maxEventNote))
-		if _, serr := r.finishImport(ctx, &imp, before); serr != nil {
+		if _, serr := finish(); serr != nil {
 			err = errors.Join(err, serr)
 		}
 		return reconcile.Result{}, err
@@ -298,7 +300,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 		set(conditionServiceOwned, false, ownerReason, owner)
 		set(v1alpha1.ConditionSynced, false, ownerReason, owner)
 		r.recorder.Eventf(&imp, nil, corev1.EventTypeWarning, ownerReason, "Import", "%s", truncate(owner, maxEventNote))
-		return r.finishImport(ctx, &imp, before)
+		return finish()
 	}
 	made := "its Endpoints and its EndpointSlices are"
 	if !imp.KeepsEndpoints() {
@@ -340,7 +342,7 @@ func (r *importReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	default:
 		set(v1alpha1.ConditionSynced, true, reasonImported, fmt.Sprintf("%d of %d endpoint(s) ready, from %d instance(s) of %s%s", plan.ready, plan.total, len(all), imp.EffectiveApp(), split))
 	}
-	return r.finishImport(ctx, &imp, before)
+	return finish()
 }
 
 // importConditionSetter sets one of imp's status conditions, for the
@@ -365,6 +367,37 @@ func (r *importReconciler) readFollowed(ctx context.Context, imp *v1alpha1.Eurek
 	}
 	r.follow.follow(cache, client.ObjectKeyFromObject(imp))
 	return cache.Registry(ctx)
+}
+
+// finalizeAside puts the finalizer on an import that lacks it, beside the
+// import's first writes rather than before them, and returns the wait for
+// that write (nil once it landed). A new import's first pass is then a
+// write shorter: its Endpoints, Service and slices are made while the
+// finalizer is written, and only the status waits for it, as two writes
+// of one object must come in order (the finalizer's Update carries the
+// read resourceVersion). Should the import be deleted before the
+// finalizer lands, what was made meanwhile is the import's by controller
+// reference, and Kubernetes' garbage collector removes it.
+func (r *importReconciler) finalizeAside(ctx context.Context, imp *v1alpha1.EurekaImport) func() error {
+	if controllerutil.ContainsFinalizer(imp, importFinalizer) {
+		return func() error { return nil }
+	}
+	withIt := imp.DeepCopy()
+	controllerutil.AddFinalizer(withIt, importFinalizer)
+	done := make(chan error, 1)
+	go func() {
+		if err := r.client.Update(ctx, withIt); err != nil {
+			done <- fmt.Errorf("add finalizer: %w", err)
+			return
+		}
+		done <- nil
+	}()
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() { err = <-done })
+		return err
+	}
 }
 
 // finishImport writes the status when it changed, and comes back at the
