@@ -188,7 +188,7 @@ func (e *Eureka) LogPath() string { return e.logPath }
 
 func (e *Eureka) start(ctx context.Context) error {
 	if l, err := net.Listen("tcp", e.Addr()); err != nil {
-		return fmt.Errorf("eureka server: port %d is taken: %w", e.opts.Port, err)
+		return fmt.Errorf("eureka server: port %d is taken: %w%s", e.opts.Port, err, portHolder(e.opts.Port))
 	} else {
 		l.Close()
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/eurekube/eurekube/internal/repo"
 )
@@ -66,10 +67,14 @@ const (
 )
 
 // FreePort returns a TCP port, free on every address a moment ago, that no
-// outgoing connection will take.
+// outgoing connection will take, and that no other FreePort of any process
+// on this machine returns while this process lives (reservePort).
 func FreePort() (int, error) {
 	for range 100 {
 		port := freePortLow + rand.IntN(freePortHigh-freePortLow+1)
+		if !reservePort(port) {
+			continue
+		}
 		l, err := net.Listen("tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(port)))
 		if err != nil {
 			continue
@@ -78,6 +83,54 @@ func FreePort() (int, error) {
 		return port, nil
 	}
 	return 0, fmt.Errorf("find a free port: none of 100 tried from %d to %d was free", freePortLow, freePortHigh)
+}
+
+// portHolder says what listens on port now, as ss sees it, for an error
+// about a port already taken; empty when ss cannot tell.
+func portHolder(port int) string {
+	out, err := exec.Command("ss", "-Htlnp", fmt.Sprintf("sport = :%d", port)).Output()
+	if err != nil || len(bytes.TrimSpace(out)) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\nlistening on port %d now (ss -tlnp): %s", port, strings.TrimSpace(string(out)))
+}
+
+// PortReservations is the directory where FreePort's picks are locked, one
+// file per port, shared by every test process of the machine.
+var PortReservations = filepath.Join(os.TempDir(), "eurekube-ports")
+
+// reserved holds the locked files open: a lock lasts as long as the
+// process that took it, and the kernel lets it go when that process ends,
+// however it ends.
+var reserved struct {
+	sync.Mutex
+	files []*os.File
+}
+
+// reservePort locks port's file in PortReservations, and is false when
+// another picker holds it: a port is picked in one process and bound by a
+// JVM tens of seconds later, and two processes (the suites run side by
+// side), or two picks of one, could otherwise both be handed it in that
+// time. Seen: a Spring client failing to start on a port already in use.
+// Without the directory, the bind check alone decides.
+func reservePort(port int) bool {
+	if err := os.MkdirAll(PortReservations, 0o1777); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(PortReservations, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return true
+	}
+	// flock locks an open file description: a second open of the same
+	// file, in this process too, cannot take it.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false
+	}
+	reserved.Lock()
+	reserved.files = append(reserved.files, f)
+	reserved.Unlock()
+	return true
 }
 
 func tail(s string, n int) string {

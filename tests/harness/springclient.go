@@ -190,6 +190,9 @@ func startSpringJar(ctx context.Context, j springJar, host, logDir string, timeo
 	}
 	ready := "http://" + net.JoinHostPort(host, strconv.Itoa(port)) + j.ready
 	if err := p.WaitHTTP200(ctx, nil, ready, timeout); err != nil {
+		if strings.Contains(err.Error(), "already in use") {
+			return nil, 0, fmt.Errorf("%w%s", err, portHolder(port))
+		}
 		return nil, 0, err
 	}
 	return p, port, nil
