@@ -114,7 +114,7 @@ var reserved struct {
 // time. Seen: a Spring client failing to start on a port already in use.
 // Without the directory, the bind check alone decides.
 func reservePort(port int) bool {
-	if err := os.MkdirAll(PortReservations, 0o1777); err != nil {
+	if err := os.MkdirAll(PortReservations, 0o777); err != nil {
 		return true
 	}
 	f, err := os.OpenFile(filepath.Join(PortReservations, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
