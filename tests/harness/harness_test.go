@@ -6,8 +6,10 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/eurekube/eurekube/tests/harness"
@@ -32,7 +34,9 @@ const pickPortsEnv = "EUREKUBE_TEST_PICK_PORTS"
 
 // Two processes picking ports at once, as the suites do side by side,
 // never get the same one: without the reservation, 300 picks each out of
-// 15,000 ports would share about six.
+// 15,000 ports would share about six. Run as root (as CI runs), the second
+// process is another user's (nobody's), as a developer's run beside a CI
+// user's would be.
 func TestFreePort_TwoProcessesNeverGetTheSamePort(t *testing.T) {
 	const picks = 300
 	pick := func() []int {
@@ -61,6 +65,9 @@ func TestFreePort_TwoProcessesNeverGetTheSamePort(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFreePort_TwoProcessesNeverGetTheSamePort$", "-test.count=1")
 	cmd.Env = append(os.Environ(), pickPortsEnv+"=1")
+	if os.Geteuid() == 0 {
+		cmd = asNobody(t, cmd)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the second process: %v\n%s", err, out)
@@ -79,4 +86,30 @@ func TestFreePort_TwoProcessesNeverGetTheSamePort(t *testing.T) {
 	if theirs != picks {
 		t.Fatalf("the second process picked %d ports, want %d:\n%s", theirs, picks, out)
 	}
+}
+
+// asNobody runs cmd as the user nobody (65534), from a copy of its binary
+// that user may run: go test's build directory is its owner's alone.
+func asNobody(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "eurekube-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bin, err := os.ReadFile(cmd.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, filepath.Base(cmd.Path))
+	if err := os.WriteFile(path, bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := exec.Command(path, cmd.Args[1:]...)
+	other.Env, other.Dir = append(cmd.Env, "HOME="+dir), dir
+	other.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	return other
 }

@@ -113,11 +113,19 @@ var reserved struct {
 // side), or two picks of one, could otherwise both be handed it in that
 // time. Seen: a Spring client failing to start on a port already in use.
 // Without the directory, the bind check alone decides.
+//
+// The directory is shared by every user, as /tmp is (world-writable and
+// sticky: no user removes another's file), and a file is opened read-only,
+// which flock needs no more than: a CI user's run and a developer's beside
+// it lock the same ports.
 func reservePort(port int) bool {
 	if err := os.MkdirAll(PortReservations, 0o777); err != nil {
 		return true
 	}
-	f, err := os.OpenFile(filepath.Join(PortReservations, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	// MkdirAll's mode passes the umask and drops the sticky bit; the
+	// directory's owner sets both (another user cannot, and need not).
+	_ = os.Chmod(PortReservations, os.ModeSticky|0o777)
+	f, err := os.OpenFile(filepath.Join(PortReservations, strconv.Itoa(port)), os.O_CREATE|os.O_RDONLY, 0o444)
 	if err != nil {
 		return true
 	}
