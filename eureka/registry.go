@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,6 +19,8 @@ import (
 // readers at once.
 type Registry struct {
 	apps map[string][]Instance // by upper-cased app name
+	// versions: each app's AppState, by upper-cased app name.
+	versions map[string]uint64
 	// hashcode is the server's apps__hashcode of this state (instance
 	// counts per status, such as "UP_20000_"), the check Eureka's own
 	// client makes after applying a delta.
@@ -87,23 +91,25 @@ func (r *Registry) Instances(app string) []Instance {
 
 // AppState stands for one version of an app's instances: two registries
 // give equal AppStates for an app only when no read between them changed
-// it. A delta read makes a new list only for the apps it names (a
-// heartbeat is in no delta), and a whole read makes new lists for every
-// app; so equal means unchanged, while different may still be the same
-// instances read again whole. It keeps nothing of the registry alive but
-// that app's list.
+// it. A delta read makes a new version only for the apps whose instances
+// it changed, as the app's readers see them; a heartbeat is in no delta,
+// and a delta that lists an instance again as it was (Eureka's delta
+// lists every instance registered in its last three minutes, changed or
+// not) changes nothing a reader sees unless its lease's verdict
+// (ExpiredLeases) changes. A whole read makes a new version of every app.
+// So equal means unchanged, while different may still be the same
+// instances read again whole. It keeps nothing of the registry alive.
 type AppState struct {
-	first *Instance
-	n     int
+	version uint64
 }
+
+// appVersions numbers every version of an app this process reads, so no
+// two lists ever share an AppState; 0 is the state of an app with none.
+var appVersions atomic.Uint64
 
 // AppState is app's current version (see AppState).
 func (r *Registry) AppState(app string) AppState {
-	insts := r.apps[strings.ToUpper(app)]
-	if len(insts) == 0 {
-		return AppState{}
-	}
-	return AppState{first: &insts[0], n: len(insts)}
+	return AppState{version: r.versions[strings.ToUpper(app)]}
 }
 
 // Apps lists the apps the registry holds, upper-cased and sorted.
@@ -136,6 +142,7 @@ func (r *Registry) add(insts []Instance) {
 	r.size += len(insts)
 	for i, inst := range insts {
 		app := strings.ToUpper(inst.App)
+		r.versions[app] = appVersions.Add(1)
 		if _, seen := r.apps[app]; !seen && allOf(insts[i:], app) {
 			r.apps[app] = insts[i:]
 			return
@@ -197,15 +204,20 @@ func (c *Client) applyDelta(ctx context.Context, r *Registry) (next *Registry, o
 
 // clone returns a registry sharing r's lists, for apply to replace some.
 func (r *Registry) clone() *Registry {
-	next := &Registry{apps: make(map[string][]Instance, len(r.apps)), hashcode: r.hashcode, size: r.size}
+	next := &Registry{apps: make(map[string][]Instance, len(r.apps)), versions: make(map[string]uint64, len(r.versions)), hashcode: r.hashcode, size: r.size}
 	for app, insts := range r.apps {
 		next.apps[app] = insts
+	}
+	for app, v := range r.versions {
+		next.versions[app] = v
 	}
 	return next
 }
 
 // apply replaces the list of app by the one changes lead to; the list it
-// replaces, which other registries may share, is left as it is.
+// replaces, which other registries may share, is left as it is. The app
+// gets a new AppState unless the new list differs from the old only in
+// leases, and judges each the same (sameButLeases).
 func (r *Registry) apply(app string, changes []change) {
 	if len(changes) == 0 { // an app listed with no change keeps its list, and its AppState
 		return
@@ -243,9 +255,33 @@ func (r *Registry) apply(app string, changes []change) {
 	r.size += len(out) - len(old)
 	if len(out) == 0 {
 		delete(r.apps, app)
-	} else {
-		r.apps[app] = out
+		delete(r.versions, app)
+		return
 	}
+	r.apps[app] = out
+	if !sameButLeases(old, out) {
+		r.versions[app] = appVersions.Add(1)
+	}
+}
+
+// sameButLeases says whether b holds a's instances, in a's order, each as
+// it was but for its lease as last shown (LastUpdated, LeaseObservedAt),
+// and each lease judged the same (leaseExpired).
+func sameButLeases(a, b []Instance) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if leaseExpired(x) != leaseExpired(y) {
+			return false
+		}
+		x.LastUpdated, x.LeaseObservedAt = y.LastUpdated, y.LeaseObservedAt
+		if !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 // newerLease is changed, the copy of an instance a delta carries, with

@@ -210,7 +210,7 @@ func observed(insts []Instance, at time.Time) {
 // instances, and not also as its whole JSON, fargo's whole-response types
 // and their debug copies of that JSON.
 func decodeRegistry(body io.Reader, asked time.Time) (*Registry, error) {
-	r := &Registry{apps: map[string][]Instance{}}
+	r := &Registry{apps: map[string][]Instance{}, versions: map[string]uint64{}}
 	var latest time.Time
 	hashcode, err := decodeApplications(body, func(dec *json.Decoder) error {
 		return eachApplication(dec, func(app appInstances) error {

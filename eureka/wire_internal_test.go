@@ -129,7 +129,7 @@ func TestDecodeRegistry_InBatchesAsFargoDecodesTheWholeAnswer(t *testing.T) {
 // blocks, and a block holding another app's instance, still end up one
 // list per app, in the answer's order.
 func TestRegistryAdd_GroupsByAppWhateverTheBlocks(t *testing.T) {
-	r := &Registry{apps: map[string][]Instance{}}
+	r := &Registry{apps: map[string][]Instance{}, versions: map[string]uint64{}}
 	r.add([]Instance{{App: "orders", InstanceID: "o1"}, {App: "ORDERS", InstanceID: "o2"}})
 	r.add([]Instance{{App: "ledger", InstanceID: "l1"}, {App: "orders", InstanceID: "o3"}})
 	r.add([]Instance{{App: "Orders", InstanceID: "o4"}})
