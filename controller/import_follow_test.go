@@ -72,30 +72,32 @@ func TestReadFollowers_QueueTheImportsOfEachRead(t *testing.T) {
 
 // TestReadFollowers_AReadThatLeavesTheAppAsItWasQueuesNothing: an import
 // that applied its app is queued by a later read only when that read
-// changed the app; a heartbeat-only read (an empty delta) queues nothing.
+// changed the app; a heartbeat-only read (an empty delta), and a delta
+// that lists the instance again as it was (Eureka's lists every instance
+// registered in its last three minutes), queue nothing.
 func TestReadFollowers_AReadThatLeavesTheAppAsItWasQueuesNothing(t *testing.T) {
-	instance := func(action string) string {
-		return `{"instanceId":"orders-1","hostName":"10.0.0.1","app":"ORDERS","ipAddr":"10.0.0.1","status":"UP","overriddenStatus":"UNKNOWN",` +
+	instance := func(action, status string) string {
+		return `{"instanceId":"orders-1","hostName":"10.0.0.1","app":"ORDERS","ipAddr":"10.0.0.1","status":"` + status + `","overriddenStatus":"UNKNOWN",` +
 			`"port":{"$":8080,"@enabled":"true"},"securePort":{"$":443,"@enabled":"false"},` +
 			`"dataCenterInfo":{"@class":"com.netflix.appinfo.InstanceInfo$DefaultDataCenterInfo","name":"MyOwn"},` +
 			`"leaseInfo":{"renewalIntervalInSecs":30,"durationInSecs":90},"metadata":{},"vipAddress":"orders",` +
 			`"lastUpdatedTimestamp":"1","lastDirtyTimestamp":"1","actionType":"` + action + `"}`
 	}
-	apps := func(insts ...string) string {
+	apps := func(hashcode string, insts ...string) string {
 		list := ""
 		if len(insts) > 0 {
 			list = `{"name":"ORDERS","instance":[` + strings.Join(insts, ",") + `]}`
 		}
-		return `{"applications":{"versions__delta":"1","apps__hashcode":"UP_1_","application":[` + list + `]}}`
+		return `{"applications":{"versions__delta":"1","apps__hashcode":"` + hashcode + `","application":[` + list + `]}}`
 	}
 	var delta atomic.Pointer[string]
-	empty := apps()
+	empty := apps("UP_1_")
 	delta.Store(&empty)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {
 		case "/eureka/apps":
-			_, _ = w.Write([]byte(apps(instance("ADDED"))))
+			_, _ = w.Write([]byte(apps("UP_1_", instance("ADDED", "UP"))))
 		case "/eureka/apps/delta":
 			_, _ = w.Write([]byte(*delta.Load()))
 		default:
@@ -140,10 +142,22 @@ func TestReadFollowers_AReadThatLeavesTheAppAsItWasQueuesNothing(t *testing.T) {
 	if n := drain(); n != 0 {
 		t.Fatalf("a read that changed nothing queued %d", n)
 	}
-	modified := apps(instance("MODIFIED"))
-	delta.Store(&modified)
+	again := apps("UP_1_", instance("ADDED", "UP"))
+	delta.Store(&again)
 	if _, err := cache.Registry(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	if n := drain(); n != 0 {
+		t.Fatalf("a delta listing the instance again as it was queued %d", n)
+	}
+	modified := apps("DOWN_1_", instance("MODIFIED", "DOWN"))
+	delta.Store(&modified)
+	reg, err = cache.Registry(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reg.Instances("orders"); len(got) != 1 || got[0].Status != eureka.StatusDown {
+		t.Fatalf("after the delta: %+v, want orders-1 DOWN", got)
 	}
 	if n := drain(); n != 1 {
 		t.Fatalf("a read that changed ORDERS queued %d, want the import", n)
