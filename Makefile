@@ -11,6 +11,10 @@ CONTROLLER_GEN_VERSION := v0.22.0
 STATICCHECK_VERSION    := v0.8.2
 CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
 STATICCHECK    := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
+# go-install installs a tool into $(TOOLS), trying three times: a fresh
+# machine fetches it from the module proxy, and one refused connection
+# (seen: "connect: no route to host") must not fail a whole run.
+go-install = for try in 1 2 3; do GOBIN=$(TOOLS) go install $(1) && break; [ $$try -lt 3 ] || exit 1; echo "go install $(1) failed; trying again in 10 s" >&2; sleep 10; done
 IMAGE_TAG      ?= dev
 GO_TEST_FLAGS  ?= -count=1 -timeout 40m
 FUZZTIME       ?= 10s
@@ -63,12 +67,12 @@ build: ## Build bin/manager, bin/registrar and bin/eurekube (static; also bin/ku
 
 $(CONTROLLER_GEN):
 	mkdir -p $(TOOLS)
-	GOBIN=$(TOOLS) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	$(call go-install,sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION))
 	mv $(TOOLS)/controller-gen $@
 
 $(STATICCHECK):
 	mkdir -p $(TOOLS)
-	GOBIN=$(TOOLS) go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(call go-install,honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION))
 	mv $(TOOLS)/staticcheck $@
 
 .PHONY: generate
