@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
 	"sort"
@@ -204,14 +205,7 @@ func (c *Client) applyDelta(ctx context.Context, r *Registry) (next *Registry, o
 
 // clone returns a registry sharing r's lists, for apply to replace some.
 func (r *Registry) clone() *Registry {
-	next := &Registry{apps: make(map[string][]Instance, len(r.apps)), versions: make(map[string]uint64, len(r.versions)), hashcode: r.hashcode, size: r.size}
-	for app, insts := range r.apps {
-		next.apps[app] = insts
-	}
-	for app, v := range r.versions {
-		next.versions[app] = v
-	}
-	return next
+	return &Registry{apps: maps.Clone(r.apps), versions: maps.Clone(r.versions), hashcode: r.hashcode, size: r.size}
 }
 
 // apply replaces the list of app by the one changes lead to; the list it
