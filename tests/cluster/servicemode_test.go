@@ -20,7 +20,7 @@ import (
 // gives the Service: TEST-NET-3, routed by kube-proxy's rules on this
 // host to the pods, so no packet leaves the machine.
 // loadBalancerIP is the Service's ingress IP, in node.LoadBalancerCIDR.
-const loadBalancerIP = "203.0.113.10"
+const loadBalancerIP = "10.97.0.10"
 
 // Service mode, for networks where VMs cannot reach pod IPs: the manager
 // registers the Service's load-balancer address, which kube-proxy routes to

@@ -20,8 +20,11 @@
 //	Services       10.96.0.0/16 (the API server is 10.96.0.1), kube-proxy in
 //	               iptables mode; the range is routed to eknode0, which drops
 //	               what kube-proxy does not rewrite; NodePorts on 198.51.100.2 only
-//	load balancers 203.0.113.0/24 (TEST-NET-3), the ingress IPs tests give
-//	               LoadBalancer Services; routed to eknode0 as the Service range
+//	load balancers 10.97.0.0/24, the ingress IPs tests give LoadBalancer
+//	               Services; routed to eknode0 as the Service range. Not
+//	               TEST-NET-3: on these machines the package registries
+//	               are there (203.0.113.80), and the node must not cut the
+//	               machine off from them
 //	DNS            CoreDNS (tests/tools/coredns/build.sh) on 198.51.100.2:53,
 //	               serving cluster.local from the API server; the kubelet's
 //	               clusterDNS, so pods resolve <service>.<namespace>.svc.

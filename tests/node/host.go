@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,6 +122,9 @@ func (n *Node) loadState() (*hostState, error) {
 // rule rewrites goes nowhere instead of following the default route off
 // the machine.
 func setUpNetwork() error {
+	if err := checkRoutedRanges(registryHosts, net.DefaultResolver.LookupNetIP); err != nil {
+		return err
+	}
 	steps := [][]string{
 		{"link", "add", DummyName, "type", "bridge"},
 		{"addr", "add", NodeIP + "/32", "dev", DummyName},

@@ -1,7 +1,11 @@
 package node
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -190,5 +194,39 @@ func TestListingDiff_IptablesLeftoversStillDiffer(t *testing.T) {
 	had := rulesListing(savedTables("iptables-save", firstUse, map[string][]string{"filter": {"-A INPUT -i lo -j ACCEPT"}}), nil)
 	if d := had.Diff(rulesListing(savedTables("iptables-save", firstUse, nil), nil)); !slices.Contains(d, "- rules: iptables-save: -A INPUT -i lo -j ACCEPT") {
 		t.Errorf("a removed rule does not show: %q", d)
+	}
+}
+
+func TestCheckRoutedRanges_RefusesARangeThatHoldsARegistry(t *testing.T) {
+	at := func(addr string) func(context.Context, string, string) ([]netip.Addr, error) {
+		return func(context.Context, string, string) ([]netip.Addr, error) {
+			return []netip.Addr{netip.MustParseAddr(addr)}, nil
+		}
+	}
+	for _, r := range routedRanges() {
+		inside := r.Addr().Next()
+		if r.Bits() == 32 {
+			inside = r.Addr()
+		}
+		err := checkRoutedRanges([]string{"registry.example"}, at(inside.String()))
+		if err == nil || !strings.Contains(err.Error(), "registry.example is "+inside.String()) {
+			t.Errorf("a registry at %s, inside %s: got %v, want a refusal naming it", inside, r, err)
+		}
+	}
+	if err := checkRoutedRanges([]string{"registry.example"}, at("192.0.2.80")); err != nil {
+		t.Errorf("a registry outside every range: %v", err)
+	}
+	unresolved := func(context.Context, string, string) ([]netip.Addr, error) { return nil, errors.New("no such host") }
+	if err := checkRoutedRanges([]string{"registry.example"}, unresolved); err != nil {
+		t.Errorf("a registry that does not resolve: %v", err)
+	}
+}
+
+// On this machine, as it resolves the registries: a node started here
+// leaves them reachable (the load-balancer range was TEST-NET-3, where
+// these machines' registries are).
+func TestCheckRoutedRanges_ThisMachinesRegistriesStayReachable(t *testing.T) {
+	if err := checkRoutedRanges(registryHosts, net.DefaultResolver.LookupNetIP); err != nil {
+		t.Fatal(err)
 	}
 }

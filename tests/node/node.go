@@ -39,14 +39,18 @@ const (
 	NodeIP      = "198.51.100.2"
 	PodCIDR     = "10.88.0.0/16"
 	ServiceCIDR = "10.96.0.0/16"
-	// LoadBalancerCIDR is TEST-NET-3 (RFC 5737), where tests put the
-	// ingress IPs of their LoadBalancer Services, as a cloud controller
-	// would (kube-proxy then routes them to the pods). Like the Service
-	// range it is routed to DummyName: a connection made before
-	// kube-proxy has written an address's rules goes nowhere, not off the
-	// machine along the default route, where something else answered it
-	// (a kept-alive connection then never reaches the pods).
-	LoadBalancerCIDR = "203.0.113.0/24"
+	// LoadBalancerCIDR is where tests put the ingress IPs of their
+	// LoadBalancer Services, as a cloud controller would (kube-proxy then
+	// routes them to the pods). Like the Service range it is routed to
+	// DummyName: a connection made before kube-proxy has written an
+	// address's rules goes nowhere, not off the machine along the default
+	// route, where something else answered it (a kept-alive connection
+	// then never reaches the pods). Not TEST-NET-3: on these machines
+	// every package registry (the Go module proxy, Maven Central) is
+	// 203.0.113.80, so routing it here cut the machine off from them while
+	// a node ran (a cold run's downloads failed: no route to host).
+	// checkRoutedRanges refuses a range that would do that.
+	LoadBalancerCIDR = "10.97.0.0/24"
 	// KubernetesServiceIP is the first address of ServiceCIDR: the API
 	// server's ClusterIP.
 	KubernetesServiceIP = "10.96.0.1"
