@@ -129,9 +129,9 @@ func setUpNetwork() error {
 		{"link", "add", DummyName, "type", "bridge"},
 		{"addr", "add", NodeIP + "/32", "dev", DummyName},
 		{"link", "set", DummyName, "up"},
-		{"route", "add", ServiceCIDR, "dev", DummyName},
-		{"route", "add", LoadBalancerCIDR, "dev", DummyName},
-		{"route", "add", PodCIDR, "dev", DummyName, "metric", "1000"},
+	}
+	for _, r := range dummyRoutes {
+		steps = append(steps, append([]string{"route", "add", r.cidr, "dev", DummyName}, r.extra...))
 	}
 	for _, args := range steps {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {

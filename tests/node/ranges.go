@@ -12,15 +12,26 @@ import (
 // to DummyName, or every download fails while it runs.
 var registryHosts = []string{"proxy.golang.org", "repo.maven.apache.org", "repo1.maven.org"}
 
-// routedRanges are the ranges setUpNetwork routes to DummyName, where a
-// packet no rule rewrites is dropped.
+// dummyRoutes are the ranges setUpNetwork routes to DummyName, where a
+// packet no rule rewrites is dropped, each with its route's further
+// arguments (the pod range's yields to cni0's once the bridge exists).
+var dummyRoutes = []struct {
+	cidr  string
+	extra []string
+}{
+	{ServiceCIDR, nil},
+	{LoadBalancerCIDR, nil},
+	{PodCIDR, []string{"metric", "1000"}},
+}
+
+// routedRanges are the addresses a node takes from this machine: its
+// routes to DummyName and NodeIP, which DummyName holds.
 func routedRanges() []netip.Prefix {
-	return []netip.Prefix{
-		netip.MustParsePrefix(ServiceCIDR),
-		netip.MustParsePrefix(LoadBalancerCIDR),
-		netip.MustParsePrefix(PodCIDR),
-		netip.PrefixFrom(netip.MustParseAddr(NodeIP), 32),
+	ranges := []netip.Prefix{netip.PrefixFrom(netip.MustParseAddr(NodeIP), 32)}
+	for _, r := range dummyRoutes {
+		ranges = append(ranges, netip.MustParsePrefix(r.cidr))
 	}
+	return ranges
 }
 
 // checkRoutedRanges refuses to start a node whose routed ranges hold an
