@@ -17,9 +17,8 @@ import (
 )
 
 // loadBalancerIP is the ingress address the test's "cloud controller"
-// gives the Service: TEST-NET-3, routed by kube-proxy's rules on this
-// host to the pods, so no packet leaves the machine.
-// loadBalancerIP is the Service's ingress IP, in node.LoadBalancerCIDR.
+// gives the Service, in node.LoadBalancerCIDR: routed by kube-proxy's
+// rules on this host to the pods, so no packet leaves the machine.
 const loadBalancerIP = "10.97.0.10"
 
 // Service mode, for networks where VMs cannot reach pod IPs: the manager
