@@ -40,13 +40,14 @@ func routedRanges() []netip.Prefix {
 func checkRoutedRanges(hosts []string, lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	ranges := routedRanges()
 	for _, host := range hosts {
 		addrs, err := lookup(ctx, "ip4", host)
 		if err != nil {
 			continue
 		}
 		for _, addr := range addrs {
-			for _, r := range routedRanges() {
+			for _, r := range ranges {
 				if r.Contains(addr.Unmap()) {
 					return fmt.Errorf("the node would route %s to %s, and %s is %s on this machine: it would cut the machine off from %s while it runs; choose the node's ranges (tests/node/node.go) outside it", r, DummyName, host, addr, host)
 				}
