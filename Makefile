@@ -12,8 +12,9 @@ STATICCHECK_VERSION    := v0.8.2
 CONTROLLER_GEN := $(TOOLS)/controller-gen-$(CONTROLLER_GEN_VERSION)
 STATICCHECK    := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)
 # go-install installs a tool into $(TOOLS), trying three times: a fresh
-# machine fetches it from the module proxy, and one refused connection
-# (seen: "connect: no route to host") must not fail a whole run.
+# machine fetches it from the module proxy, and one failed connection must
+# not fail a whole run. (The "no route to host" two cold runs saw was the
+# test node routing the registries' address away, fixed in tests/node.)
 go-install = for try in 1 2 3; do GOBIN=$(TOOLS) go install $(1) && break; [ $$try -lt 3 ] || exit 1; echo "go install $(1) failed; trying again in 10 s" >&2; sleep 10; done
 IMAGE_TAG      ?= dev
 GO_TEST_FLAGS  ?= -count=1 -timeout 40m
