@@ -212,8 +212,8 @@ func TestCreateRatio_IsJudgedAgainstTheSpreadOfTheAAPair(t *testing.T) {
 	ms := time.Millisecond
 	// The twins 5 % apart: Eurekube 4 % over the precomputed patch is
 	// within the run's own spread; 10 % is not.
-	addCreateRatioFigures(&r, "p50", 104*ms/10, 10*ms, 105*ms/10, 4*ms, 3*ms, "why")
-	addCreateRatioFigures(&r, "p99", 22*ms, 20*ms, 19*ms, 15*ms, 12*ms, "why")
+	addCreateRatioFigures(&r, "p50", createTimes{104 * ms / 10, 10 * ms, 105 * ms / 10, 4 * ms, 3 * ms}, ms/2, "why")
+	addCreateRatioFigures(&r, "p99", createTimes{22 * ms, 20 * ms, 19 * ms, 15 * ms, 12 * ms}, ms, "why")
 	if len(r.Figures) != 4 {
 		t.Fatalf("%d figures, want 4", len(r.Figures))
 	}
@@ -226,6 +226,10 @@ func TestCreateRatio_IsJudgedAgainstTheSpreadOfTheAAPair(t *testing.T) {
 	}
 	if !strings.Contains(ratio.Anchor, "the A/A pair's spread in this run (10.0 ms and 10.5 ms: 1.05 ×)") {
 		t.Errorf("p50 anchor %q", ratio.Anchor)
+	}
+	// Eurekube's round trip 0.5 ms beyond the anchor's, on a 10 ms create.
+	if !strings.Contains(ratio.Anchor, "beyond the anchor's (0.500 ms; both posted by the bench, which serves the anchor itself) added to the precomputed arm's create: 1.05 ×") {
+		t.Errorf("p50 anchor lacks the floor: %q", ratio.Anchor)
 	}
 	p99 := r.Figures[3]
 	if want := 20.0 / 19; p99.Target == nil || *p99.Target != want || p99.Met == nil || *p99.Met {
