@@ -117,7 +117,12 @@ func MeasureWebhook(ctx context.Context, o WebhookOptions, r *Results) error {
 	if err != nil {
 		return err
 	}
-	anchorTrip, err := measureRoundTrips(hc, anchors.URL(anchorPrecomputed), o.HandlerRequests)
+	// The precomputed anchor's round trips, as the handler's.
+	postAnchor, err := warmPoster(hc, anchors.URL(anchorPrecomputed))
+	if err != nil {
+		return fmt.Errorf("the precomputed anchor: %w", err)
+	}
+	anchorTrip, err := timeRequests(postAnchor, o.HandlerRequests)
 	if err != nil {
 		return fmt.Errorf("the precomputed anchor: %w", err)
 	}
@@ -313,13 +318,8 @@ func aaSpread(a, b time.Duration) float64 {
 // It returns the one-client round trips, as the API server reaches the
 // handler.
 func measureHandler(ctx context.Context, o WebhookOptions, hc *http.Client, m *manager, r *Results) (Durations, error) {
-	url := "https://" + m.WebhookAddr() + webhook.Path
-	body, err := harness.PodCreateReview("bench-0001", benchPod(injectedNamespace))
+	post, err := warmPoster(hc, "https://"+m.WebhookAddr()+webhook.Path)
 	if err != nil {
-		return nil, err
-	}
-	post := reviewPoster(hc, url, body)
-	if _, err := timeRequests(post, handlerWarmup); err != nil {
 		return nil, err
 	}
 	singleHist0, err := webhookHistogram(m.MetricsURL())
@@ -455,10 +455,10 @@ func reviewPoster(hc *http.Client, url string, body []byte) func() (time.Duratio
 // the JIT of the Go runtime's allocator.
 const handlerWarmup = 200
 
-// measureRoundTrips posts the handler's AdmissionReview to the webhook at
-// url, as measureHandler does to the manager: handlerWarmup times, then n
-// times in a row, timed.
-func measureRoundTrips(hc *http.Client, url string, n int) (Durations, error) {
+// warmPoster posts the handler's AdmissionReview (the bench pod's CREATE
+// in the labelled namespace) to the webhook at url, handlerWarmup times,
+// and returns the poster for the timed requests.
+func warmPoster(hc *http.Client, url string) (func() (time.Duration, error), error) {
 	body, err := harness.PodCreateReview("bench-0001", benchPod(injectedNamespace))
 	if err != nil {
 		return nil, err
@@ -467,7 +467,7 @@ func measureRoundTrips(hc *http.Client, url string, n int) (Durations, error) {
 	if _, err := timeRequests(post, handlerWarmup); err != nil {
 		return nil, err
 	}
-	return timeRequests(post, n)
+	return post, nil
 }
 
 // timeRequests calls post n times in a row and returns the round trips.
