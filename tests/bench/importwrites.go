@@ -33,8 +33,8 @@ import (
 // counts their finalizer the same way. Each write changes what is stored,
 // on objects of the manager's size: the status patch holds the whole
 // status the manager wrote, every condition and count, as its first write
-// from an empty status does, with the times moved so that all of it is
-// rewritten. The imports are listed first, for their resource versions and
+// from an empty status does, with its times moved so that its conditions
+// and sync time are stored anew. The imports are listed first, for their resource versions and
 // statuses, as the manager's cache holds them. Only the manager's Event of
 // the changed endpoints is left out.
 func bareImportWrites(ctx context.Context, env *scaleEnv, sc Scenario) (bareWrites, error) {

@@ -117,7 +117,6 @@ func MeasureWebhook(ctx context.Context, o WebhookOptions, r *Results) error {
 	if err != nil {
 		return err
 	}
-	// The precomputed anchor's round trips, as the handler's.
 	postAnchor, err := warmPoster(hc, anchors.URL(anchorPrecomputed))
 	if err != nil {
 		return fmt.Errorf("the precomputed anchor: %w", err)
